@@ -1,0 +1,341 @@
+"""The measuring child: one fresh process per variant, a pure function of its spec.
+
+    python -m engine.child SPEC.json OUT.json
+
+It reads a variant spec ({"run": RunSpec, "variant": name, "phase": "cold" | "warm_cache"}),
+measures, and writes one VariantResult JSON (docs/CONTRACTS.md). It never touches the database.
+The runner gives it an empty TORCHINDUCTOR_CACHE_DIR for the cold phase and the same directory
+again for the warm-cache phase. Protocol (DESIGN §3): build -> eager reference -> warm-up curve
+-> interleaved steady-state rounds -> memory -> profiler pass -> graph-break report (last,
+because ``torch._dynamo.explain`` resets dynamo).
+"""
+
+from __future__ import annotations
+
+import time
+
+_T0 = time.perf_counter()  # before importing torch: setup time includes the imports
+
+import json  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+import torch  # noqa: E402
+from torch.utils import _pytree as pytree  # noqa: E402
+
+from engine import signals  # noqa: E402
+from engine.catalogue import get_model, load_factory  # noqa: E402
+from engine.timing import Timer  # noqa: E402
+
+# Largest allowed error relative to the output's scale (max |eager|). Compiled code reorders
+# reductions and fuses ops, so bit equality is not expected; these bounds are a few ulps of the
+# dtype amplified through a model's depth.
+RTOL = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 5e-2}
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+class Progress:
+    """Writes {"phase", "fraction"} to the file the runner polls; cheap enough to call often."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.last = 0.0
+
+    def __call__(self, phase: str, fraction: float, force: bool = False) -> None:
+        now = time.monotonic()
+        if not self.path or (not force and now - self.last < 0.25):
+            return
+        self.last = now
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"phase": phase, "fraction": round(min(max(fraction, 0.0), 1.0), 4)}, f)
+        os.replace(tmp, self.path)
+
+
+def build(run: dict[str, Any], dims: dict[str, int], device: str) -> tuple[Any, tuple]:
+    """Build (model, inputs) from the catalogue, seeded, moved to device and dtype. Floating
+    inputs take the run's dtype; integer inputs (token ids) keep theirs."""
+    info = get_model(run["model"])
+    torch.manual_seed(int(run.get("seed", 0)))
+    built = load_factory(info.factory)(**dims)
+    if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], torch.nn.Module)):
+        raise TypeError(f"{run['model']}: factory must return (torch.nn.Module, tuple_of_inputs)")
+    model, inputs = built
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    dtype = DTYPES[run["dtype"]]
+    model = model.to(device=device, dtype=dtype).eval()
+
+    def move(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return x.to(device=device, dtype=dtype) if x.is_floating_point() else x.to(device)
+        return x
+
+    return model, tuple(pytree.tree_map(move, list(inputs)))
+
+
+def compare(out: Any, ref: Any, dtype: str) -> dict[str, Any]:
+    """Max absolute error and error relative to the reference's scale; NaN never passes."""
+    a = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+    b = [t for t in pytree.tree_leaves(ref) if isinstance(t, torch.Tensor)]
+    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b, strict=True)):
+        return {"max_abs_err": None, "max_rel_err": None, "correct": False,
+                "rtol": RTOL[dtype], "atol": None}
+    max_abs, scale = 0.0, 0.0
+    for x, y in zip(a, b, strict=True):
+        if not (x.is_floating_point() or x.is_complex()):
+            max_abs = max(max_abs, float((x != y).sum()))
+            continue
+        diff = (x.double() - y.double()).abs()
+        max_abs = max(max_abs, float(diff.max()) if diff.numel() else 0.0)
+        scale = max(scale, float(y.double().abs().max()) if y.numel() else 0.0)
+    scale = scale or 1.0
+    rel = max_abs / scale
+    ok = rel == rel and rel <= RTOL[dtype]  # rel == rel is False for NaN
+    return {"max_abs_err": max_abs, "max_rel_err": rel, "correct": bool(ok),
+            "rtol": RTOL[dtype], "atol": RTOL[dtype] * scale}
+
+
+def _clone(x: Any) -> Any:
+    # CUDA-graph outputs are overwritten by the next replay: keep a private copy.
+    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, x)
+
+
+def steady_rounds(
+    timer: Timer,
+    fns: dict[str, Callable[[], object]],
+    *,
+    min_samples: int,
+    min_time_s: float,
+    max_time_s: float,
+    k: int,
+    on_round: Callable[[float], None] | None = None,
+) -> dict[str, dict[str, list[float]]]:
+    """Interleaved rounds: each round times every function once per call and once pipelined, in
+    alternating order, so clock and thermal drift hit all of them alike and the samples of one
+    round are paired. Stops after ``min_samples`` rounds and ``min_time_s``, or at ``max_time_s``
+    (with at least 3 rounds)."""
+    names = list(fns)
+    out = {n: {"per_call": [], "pipelined": []} for n in names}
+    t_start = time.perf_counter()
+    rounds = 0
+    while True:
+        order = names if rounds % 2 == 0 else names[::-1]
+        for n in order:
+            out[n]["per_call"].append(timer.per_call_ms(fns[n]))
+        for n in order:
+            out[n]["pipelined"].append(timer.pipelined_ms(fns[n], k))
+        rounds += 1
+        elapsed = time.perf_counter() - t_start
+        if on_round:
+            on_round(max(rounds / max(min_samples, 1), elapsed / max_time_s))
+        if rounds >= min_samples and elapsed >= min_time_s:
+            break
+        if elapsed >= max_time_s and rounds >= 3:
+            break
+    return out
+
+
+def environment(device: str) -> dict[str, Any]:
+    """The device half of the fingerprint (the runner adds host, OS, CPU, python, commit)."""
+    env: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda}
+    try:
+        import triton
+
+        env["triton"] = triton.__version__
+    except Exception:
+        env["triton"] = None
+    if device.startswith("cuda"):
+        props = torch.cuda.get_device_properties(0)
+        env.update(gpu=props.name, gpu_count=torch.cuda.device_count(),
+                   gpu_memory_bytes=int(props.total_memory),
+                   gpu_capability=f"{props.major}.{props.minor}",
+                   cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"))
+        try:
+            import subprocess
+
+            env["driver"] = subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+                capture_output=True, text=True, timeout=10,
+            ).stdout.strip() or None
+        except Exception:
+            env["driver"] = None
+    else:
+        env.update(gpu=None, gpu_count=0, driver=None)
+    return env
+
+
+def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    run, variant, phase = spec["run"], spec["variant"], spec.get("phase", "cold")
+    device, dtype = run["device"], run["dtype"]
+    timer = Timer(device)
+    res: dict[str, Any] = {"variant": variant, "status": "ok", "failure_kind": None,
+                           "error": None, "timer": timer.name}
+    stage = "building"
+    try:
+        progress("building", 0.0, force=True)
+        capture = signals.LogCapture()
+        capture.install()
+        dims = dict(run["dims"])
+        sweep = run.get("sweep") or None
+        if sweep:
+            dims[sweep["dim"]] = int(sweep["values"][0])
+        model, inputs = build(run, dims, device)
+        res["environment"] = environment(device)
+        with torch.no_grad():
+            ref_ms = timer.wall_ms(lambda: model(*inputs))  # eager call 1: CUDA/cuBLAS init
+            ref = _clone(model(*inputs))
+            timer.sync()
+            res["setup_s"] = time.perf_counter() - _T0
+            eager = lambda: model(*inputs)  # noqa: E731
+
+            if variant == "eager":
+                fn, is_eager = eager, True
+            else:
+                kwargs: dict[str, Any] = {"backend": run.get("backend", "inductor"),
+                                          "dynamic": run.get("dynamic"),
+                                          "fullgraph": bool(run.get("fullgraph", False))}
+                if variant != "default":
+                    kwargs["mode"] = variant
+                compiled = torch.compile(model, **kwargs)
+                fn, is_eager = (lambda: compiled(*inputs)), False  # noqa: E731
+
+            if phase == "warm_cache":
+                stage = "compiling"
+                progress("warm-cache compile", 0.1, force=True)
+                res["first_call_warm_s"] = timer.wall_ms(fn) / 1e3
+                res["compile_phases_warm_s"] = signals.compile_phases()
+                return res
+
+            # Warm-up curve: calls 1..N one by one, each synchronised. Call 1 of a compiled
+            # variant is the cold compile; with reduce-overhead, call 2 records the CUDA graph.
+            n_warm = max(int(run.get("warmup_calls", 10)), 3)
+            if device.startswith("cuda"):
+                torch.cuda.reset_peak_memory_stats()
+            warm: list[float] = [ref_ms] if is_eager else []
+            stage = "compiling" if not is_eager else "warm-up"
+            while len(warm) < n_warm:
+                capture.context = {"call_index": len(warm) + 1}
+                progress("compiling" if not warm else "warm-up", 0.1 + 0.2 * len(warm) / n_warm,
+                         force=len(warm) < 2)
+                warm.append(timer.wall_ms(fn))
+                stage = "warm-up"
+            res["warmup_ms"] = warm
+            res["first_call_cold_s"] = warm[0] / 1e3
+            res["compile_phases_s"] = signals.compile_phases()
+            if device.startswith("cuda"):
+                res["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated())
+                res["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved())
+            else:
+                res["peak_allocated_bytes"] = res["peak_reserved_bytes"] = None
+            res.update(compare(_clone(fn()), ref, dtype) if not is_eager else
+                       {"max_abs_err": 0.0, "max_rel_err": 0.0, "correct": True,
+                        "rtol": RTOL[dtype], "atol": None})
+
+            stage = "measuring"
+            budget = dict(min_samples=int(run.get("min_samples", 30)),
+                          min_time_s=float(run.get("min_time_s", 0.5)),
+                          max_time_s=float(run.get("max_time_s", 10.0)),
+                          k=int(run.get("pipeline_k", 20)))
+            capture.context = {"call_index": None, "phase": "steady"}
+            fns = {"variant": fn} if is_eager else {"eager": eager, "variant": fn}
+            rounds = steady_rounds(timer, fns, **budget,
+                                   on_round=lambda f: progress("measuring", 0.3 + 0.5 * min(f, 1)))
+            res["samples_ms"] = rounds["variant"]["per_call"]
+            res["pipelined_ms"] = rounds["variant"]["pipelined"]
+            src = rounds["variant" if is_eager else "eager"]
+            res["eager_samples_ms"], res["eager_pipelined_ms"] = src["per_call"], src["pipelined"]
+            res["wall_ms_per_call"] = statistics.median(res["samples_ms"])
+
+            if sweep:
+                res["sweep"] = [_sweep_point(sweep["values"][0], rounds, recompiled=False,
+                                             first_ms=warm[0])]
+                for value in sweep["values"][1:]:
+                    progress("measuring", 0.8, force=True)
+                    res["sweep"].append(_measure_sweep_value(
+                        run, dims, sweep["dim"], int(value), device, model, fn_for=(
+                            (lambda i: model(*i)) if is_eager else (lambda i: compiled(*i))),
+                        timer=timer, capture=capture, budget=budget,
+                        n_values=len(sweep["values"]), is_eager=is_eager))
+
+            stage = "profiling"
+            progress("profiling", 0.85, force=True)
+            res.update(signals.profile_calls(fn, 10, device.startswith("cuda")))
+            if not is_eager:
+                res["eager_kernels_per_call"] = signals.profile_calls(
+                    eager, 10, device.startswith("cuda"))["kernels_per_call"]
+            counts = signals.dynamo_counters()
+            res["recompiles"] = capture.recompiles
+            res["cudagraph_skips"] = capture.cudagraph_skips
+            if not is_eager:
+                progress("profiling", 0.95, force=True)
+                res["graph_count"] = counts.get("graph_count")
+                explained = signals.explain_breaks(model, inputs)  # resets dynamo: keep last
+                res["graph_breaks"] = explained["graph_breaks"]
+                res["graph_break_count"] = max(explained["graph_break_count"],
+                                               counts.get("graph_break_total", 0))
+            else:
+                res.update(graph_count=0, graph_break_count=0, graph_breaks=[])
+    except torch.cuda.OutOfMemoryError as e:
+        res.update(status="failed", failure_kind="oom", error=f"out of memory while {stage}: "
+                   + str(e).splitlines()[0][:300])
+    except Exception as e:  # every failure is a result: keep what was measured, say why
+        kind = "compile_error" if stage == "compiling" else "error"
+        first = (str(e).strip().splitlines() or [""])[0][:500]
+        res.update(status="failed", failure_kind=kind,
+                   error=f"{type(e).__name__} while {stage}: {first}")
+        res["stderr_tail"] = traceback.format_exc()[-4000:]
+    progress("done", 1.0, force=True)
+    return res
+
+
+def _sweep_point(value: int, rounds: dict, *, recompiled: bool, first_ms: float) -> dict:
+    per_call = rounds["variant"]["per_call"]
+    q = statistics.quantiles(per_call, n=10) if len(per_call) >= 2 else [per_call[0]] * 9
+    eager = rounds.get("eager", rounds["variant"])["per_call"]
+    return {"value": value, "first_call_ms": first_ms, "median_ms": statistics.median(per_call),
+            "p10_ms": q[0], "p90_ms": q[-1], "n": len(per_call), "recompiled": recompiled,
+            "eager_median_ms": statistics.median(eager)}
+
+
+def _measure_sweep_value(run, dims, dim, value, device, model, fn_for, *, timer, capture,
+                         budget, n_values, is_eager) -> dict:
+    """Feed the same compiled module a new shape, as a serving process would: the first call at
+    this shape shows any recompile stutter; then shorter interleaved rounds."""
+    new_dims = {**dims, dim: value}
+    _, inputs = build(run, new_dims, device)
+    before = signals.compile_count()
+    capture.context = {"call_index": 1, "dim_value": value}
+    first_ms = timer.wall_ms(lambda: fn_for(inputs))
+    recompiled = (not is_eager) and signals.compile_count() > before
+    capture.context = {"dim_value": value}
+    small = dict(budget, min_samples=max(10, budget["min_samples"] // 2),
+                 min_time_s=budget["min_time_s"] / 2,
+                 max_time_s=max(budget["max_time_s"] / n_values, 0.5))
+    fns = {"variant": lambda: fn_for(inputs)}
+    if not is_eager:
+        fns = {"eager": lambda: model(*inputs), **fns}
+    rounds = steady_rounds(timer, fns, **small)
+    return _sweep_point(value, rounds, recompiled=recompiled, first_ms=first_ms)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m engine.child SPEC.json OUT.json", file=sys.stderr)
+        return 2
+    with open(argv[0]) as f:
+        spec = json.load(f)
+    result = measure(spec, Progress(os.environ.get("COMPILELAB_PROGRESS")))
+    tmp = argv[1] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, default=str)
+    os.replace(tmp, argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

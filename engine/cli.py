@@ -1,0 +1,215 @@
+"""``python -m engine``: models | run | show | worker | cancel.
+
+Bad input gets one clear line on stderr and exit code 2, and nothing is stored: the spec is
+validated completely (including the device and user factories) before a run row is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from typing import Any
+
+from engine.catalogue import CatalogueError, list_models
+from engine.spec import DEFAULTS, VARIANTS, SpecError, normalise
+
+
+class UsageError(Exception):
+    pass
+
+
+def _parse_dims(items: list[str]) -> tuple[dict[str, int], dict[str, Any] | None]:
+    dims: dict[str, int] = {}
+    sweep = None
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--dim expects name=value or name=v1,v2,..., got {item!r}")
+        try:
+            values = [int(v) for v in value.split(",") if v.strip()]
+        except ValueError:
+            raise UsageError(f"--dim {name}: values must be whole numbers, got {value!r}") from None
+        if not values:
+            raise UsageError(f"--dim {name}: no value given")
+        if len(values) > 1:
+            if sweep:
+                raise UsageError("only one dim can be swept per run")
+            sweep = {"dim": name, "values": values}
+        else:
+            dims[name] = values[0]
+    return dims, sweep
+
+
+def _dynamic(text: str) -> bool | None:
+    return {"none": None, "true": True, "false": False}[text.lower()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m engine",
+                                description="Measure torch.compile against eager, truthfully.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("models", help="list the model catalogue with dims, ranges and dtypes")
+
+    r = sub.add_parser("run", help="benchmark a model: eager vs compile variants")
+    r.add_argument("--model", required=True,
+                   help="catalogue name, plugin:NAME, path/file.py:factory or pkg.mod:factory")
+    r.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                   help="repeatable; a sweep as NAME=1,8,32")
+    r.add_argument("--dtype", default=DEFAULTS["dtype"])
+    r.add_argument("--device", default=DEFAULTS["device"])
+    r.add_argument("--variants", default="eager,default",
+                   help=f"comma list from {', '.join(VARIANTS)} (eager is always included)")
+    r.add_argument("--backend", default="inductor")
+    r.add_argument("--dynamic", type=_dynamic, default=None, choices=[None, True, False],
+                   metavar="{none,true,false}")
+    r.add_argument("--fullgraph", action="store_true")
+    r.add_argument("--warmup-calls", type=int, default=DEFAULTS["warmup_calls"])
+    r.add_argument("--min-samples", type=int, default=DEFAULTS["min_samples"])
+    r.add_argument("--min-time", type=float, default=DEFAULTS["min_time_s"], help="seconds")
+    r.add_argument("--max-time", type=float, default=DEFAULTS["max_time_s"], help="seconds")
+    r.add_argument("--pipeline-k", type=int, default=DEFAULTS["pipeline_k"])
+    r.add_argument("--timeout", type=float, default=DEFAULTS["timeout_s"],
+                   help="seconds per variant child")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--no-warm-cache", action="store_true", help="skip the warm-cache compile")
+    r.add_argument("--tag", action="append", default=[])
+    r.add_argument("--note", default="")
+    r.add_argument("--queue", action="store_true",
+                   help="only queue the run for a worker (python -m engine worker)")
+    r.add_argument("--json", action="store_true", help="print the run id only")
+
+    s = sub.add_parser("show", help="print a stored run as a table")
+    s.add_argument("run_id", type=int)
+
+    w = sub.add_parser("worker", help="serve queued runs from the database")
+    w.add_argument("--gpus", default=None,
+                   help="'all' or a list like 0,1: one worker process per GPU, pinned with "
+                        "CUDA_VISIBLE_DEVICES")
+    w.add_argument("--poll", type=float, default=1.0, help="seconds between polls when idle")
+    w.add_argument("--stale-after", type=float, default=60.0,
+                   help="seconds without heartbeat after which a running run is recovered")
+    w.add_argument("--once", action="store_true", help="exit when the queue is empty")
+
+    c = sub.add_parser("cancel", help="cancel a queued or running run")
+    c.add_argument("run_id", type=int)
+    for sp in (r, s, w, c):
+        sp.add_argument("--db", default=None,
+                        help="database URL (default: $COMPILELAB_DB or sqlite:///compilelab.db)")
+    return p
+
+
+def cmd_models() -> int:
+    for m in list_models():
+        dims = ", ".join(f"{d.name}={d.default} [{d.min}..{d.max}]" for d in m.dims) or "(none)"
+        print(f"{m.name:18s} {m.description}\n{'':18s} dims: {dims}; dtypes: {', '.join(m.dtypes)}")
+    return 0
+
+
+class ProgressLine:
+    """A live progress bar on stderr: rewritten in place on a terminal, one line per phase
+    change otherwise (logs, CI)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last: tuple[str, str] | None = None
+
+    def __call__(self, variant: str, phase: str, fraction: float) -> None:
+        if self.tty:
+            filled = int(30 * fraction)
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:5.1%} "
+                             f"{variant:>26s}: {phase:<20s}")
+            sys.stderr.flush()
+        elif (variant, phase) != self.last:
+            print(f"  {fraction:5.1%}  {variant}: {phase}", file=sys.stderr, flush=True)
+        self.last = (variant, phase)
+
+    def close(self) -> None:
+        if self.tty:
+            sys.stderr.write("\n")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    dims, sweep = _parse_dims(args.dim)
+    raw = {
+        "model": args.model, "dims": dims, "sweep": sweep, "dtype": args.dtype,
+        "device": args.device, "variants": [v.strip() for v in args.variants.split(",") if v],
+        "backend": args.backend, "dynamic": args.dynamic, "fullgraph": args.fullgraph,
+        "warmup_calls": args.warmup_calls, "min_samples": args.min_samples,
+        "min_time_s": args.min_time, "max_time_s": args.max_time, "pipeline_k": args.pipeline_k,
+        "timeout_s": args.timeout, "seed": args.seed, "warm_cache": not args.no_warm_cache,
+    }
+    spec = normalise(raw, check_device=True, check_factory=True)
+    from storage import open_database, queue
+
+    db = open_database(args.db)
+    run_id = queue.enqueue_run(db, spec, tags=args.tag, note=args.note)
+    if args.queue:
+        print(run_id if args.json else f"queued run {run_id}")
+        return 0
+    from engine.execute import execute_run
+
+    worker_id = f"cli:{socket.gethostname()}:{os.getpid()}"
+    if not queue.claim_run(db, run_id, worker_id):
+        raise UsageError(f"run {run_id} was taken by a worker; see python -m engine show {run_id}")
+    print(f"run {run_id}: {spec['model']} {spec['dims']} {spec['dtype']} on {spec['device']}: "
+          f"{', '.join(spec['variants'])}", file=sys.stderr)
+    bar = ProgressLine()
+    try:
+        status = execute_run(db, run_id, spec, worker_id, on_progress=bar,
+                             log=lambda m: (bar.close(), print(m, file=sys.stderr)))
+    except KeyboardInterrupt:
+        bar.close()
+        queue.finish_run(db, run_id, "cancelled", error="interrupted from the keyboard")
+        print(f"run {run_id} cancelled", file=sys.stderr)
+        return 130
+    bar.close()
+    if args.json:
+        print(run_id)
+        return 0
+    from engine.report import format_run
+
+    print(format_run(db, run_id))
+    return 0 if status == "done" else 1
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from engine.report import format_run
+    from storage import open_database
+
+    print(format_run(open_database(args.db), args.run_id))
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from storage import open_database, queue
+
+    status = queue.request_cancel(open_database(args.db), args.run_id)
+    print(f"run {args.run_id}: {status}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.cmd == "models":
+            return cmd_models()
+        if args.cmd == "run":
+            return cmd_run(args)
+        if args.cmd == "show":
+            return cmd_show(args)
+        if args.cmd == "cancel":
+            return cmd_cancel(args)
+        if args.cmd == "worker":
+            from engine.worker import main as worker_main
+
+            return worker_main(args)
+    except (SpecError, CatalogueError, UsageError, LookupError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

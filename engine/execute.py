@@ -1,0 +1,84 @@
+"""Execute one claimed run end to end: the single path shared by the CLI and the worker.
+
+Runs the variants through ``engine.runner``, writes each finished variant to storage at once,
+heartbeats progress (which is also how a cancel request is noticed), and closes the run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from engine.environment import host_fingerprint
+from engine.runner import run_variants
+
+Log = Callable[[str], None]
+
+
+def execute_run(
+    db: Any,
+    run_id: int,
+    spec: dict[str, Any],
+    worker_id: str,
+    *,
+    log: Log = print,
+    on_progress: Callable[[str, str, float], None] | None = None,
+    stop_requested: Callable[[], bool] = lambda: False,
+    heartbeat_every_s: float = 0.5,
+) -> str:
+    """Returns the run's final status: done, failed or cancelled. ``stop_requested`` (the worker's
+    SIGTERM) ends the current child like a cancel, but the caller re-queues the run instead."""
+    from storage import queue, results
+
+    env: dict[str, Any] = host_fingerprint()
+    state = {"cancel": False, "beat": 0.0}
+
+    def beat(variant: str | None, phase: str | None, fraction: float | None,
+             force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - state["beat"] >= heartbeat_every_s:
+            state["beat"] = now
+            if not queue.heartbeat(db, run_id, worker_id, variant=variant, phase=phase,
+                                   fraction=fraction):
+                state["cancel"] = True
+
+    def progress(variant: str, phase: str, fraction: float) -> None:
+        beat(variant, phase, fraction)
+        if on_progress:
+            on_progress(variant, phase, fraction)
+
+    def should_cancel() -> bool:
+        beat(None, None, None)
+        return state["cancel"] or stop_requested()
+
+    def store(result: dict[str, Any]) -> None:
+        if result.get("environment") and "gpu" not in env:
+            env.update(result["environment"])
+            results.set_environment(db, run_id, env)
+        if result.get("status") == "cancelled" and stop_requested():
+            return  # the run goes back to the queue; this half-measured variant is not a result
+        results.save_variant_result(db, run_id, result)
+        s = result.get("stats") or {}
+        if result.get("status") == "ok":
+            log(f"run {run_id}: {result['variant']} done: median {s.get('median_ms'):.4g} ms/call"
+                + (f", speedup {s['speedup']:.2f}x" if s.get("speedup") and
+                   result["variant"] != "eager" else ""))
+        else:
+            log(f"run {run_id}: {result['variant']} {result.get('status')}: {result.get('error')}")
+
+    beat(None, "building", 0.0, force=True)
+    res = run_variants(spec, on_progress=progress, should_cancel=should_cancel, on_result=store)
+    if stop_requested() and not state["cancel"]:
+        return "interrupted"
+    if "gpu" not in env:
+        results.set_environment(db, run_id, env)
+    if state["cancel"]:
+        status, error = "cancelled", "cancelled by the user"
+    elif any(r.get("status") == "ok" for r in res):
+        status, error = "done", None
+    else:
+        status = "failed"
+        error = next((r.get("error") for r in res if r.get("error")), "no variant finished")
+    queue.finish_run(db, run_id, status, error=error, environment=env)
+    return status

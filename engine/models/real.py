@@ -1,0 +1,29 @@
+"""Real architectures from the libraries people ship, built from config with random weights (no
+hub download): BERT-base (transformers) and ResNet-50 (torchvision)."""
+
+import torch
+from torch import nn
+
+
+class _LastHidden(nn.Module):
+    """Return a tensor, not a ModelOutput, so correctness checks and cudagraphs see plain tensors."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.inner(input_ids=input_ids).last_hidden_state
+
+
+def bert_base(batch: int = 8, seq: int = 128):
+    from transformers import BertConfig, BertModel
+
+    model = BertModel(BertConfig())  # bert-base-uncased shape: 12 layers, 768 hidden, 12 heads
+    return _LastHidden(model), (torch.randint(0, 30522, (batch, seq)),)
+
+
+def resnet50(batch: int = 32, image: int = 224):
+    from torchvision.models import resnet50 as make
+
+    return make(weights=None), (torch.randn(batch, 3, image, image),)

@@ -1,0 +1,207 @@
+"""What torch itself says about a compile: graphs, breaks, recompiles, cudagraph skips, compile
+phase times, kernels per call. Only torch's own diagnostics APIs, each guarded because private
+APIs move between releases (the GPU host runs torch 2.11, the dev machines 2.13)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+
+
+class LogCapture(logging.Handler):
+    """Collects dynamo's recompile messages and inductor's cudagraph-skip messages.
+
+    ``torch._logging.set_logs(recompiles=True, cudagraphs=True)`` turns those artifact loggers on;
+    they propagate to the ``torch`` logger, where this handler keeps them. Each record is tagged
+    with the caller's current context (call index, sweep value) so a recompile can be placed on
+    the warm-up curve or the sweep.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.recompiles: list[dict[str, Any]] = []
+        self.cudagraph_skips: list[dict[str, Any]] = []
+        self.context: dict[str, Any] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            msg = record.getMessage()
+        except Exception:  # a malformed log call must never break a measurement
+            return
+        if "Recompiling function" in msg:
+            self.recompiles.append({"reason": _recompile_reason(msg), **self.context})
+        elif "skipping cudagraphs" in msg.lower():
+            reason = msg.split("due to", 1)[-1].strip() if "due to" in msg else msg.strip()
+            if not any(s["reason"] == reason for s in self.cudagraph_skips):
+                self.cudagraph_skips.append({"reason": reason[:2000]})
+
+    def install(self) -> None:
+        try:
+            torch._logging.set_logs(recompiles=True, cudagraphs=True)
+        except Exception:
+            # older releases name the cudagraph artifact differently
+            with contextlib.suppress(Exception):
+                torch._logging.set_logs(recompiles=True, perf_hints=True)
+        # Attach to the artifact loggers themselves: torch's own handlers on intermediate loggers
+        # stop propagation, so a handler on "torch" would see nothing. Import the modules that
+        # own them first so the loggers exist.
+        for mod in ("torch._dynamo.guards", "torch._inductor.cudagraph_utils",
+                    "torch._inductor.compile_fx"):
+            with contextlib.suppress(Exception):
+                __import__(mod)
+        suffixes = ("__recompiles", "__cudagraphs", "__perf_hints")
+        for name in list(logging.root.manager.loggerDict):
+            if name.startswith("torch") and name.endswith(suffixes):
+                logging.getLogger(name).addHandler(self)
+
+
+def _recompile_reason(msg: str) -> str:
+    """Keep the guard failures ("tensor 'x' size mismatch at index 1. expected 64, actual 128"),
+    which say why; drop the header that repeats the function name."""
+    _, _, tail = msg.partition("triggered by the following guard failure(s):")
+    reason = " | ".join(line.strip(" -") for line in tail.strip().splitlines() if line.strip())
+    return (reason or msg.strip())[:2000]
+
+
+def dynamo_counters() -> dict[str, Any]:
+    """graph count and break count from dynamo's counters. ``graph_break`` alone undercounts when
+    a break happens inside a resumed frame, so unique_graphs is reported beside it."""
+    try:
+        from torch._dynamo.utils import counters
+    except Exception:
+        return {}
+    stats = counters.get("stats", {})
+    return {
+        "graph_count": int(stats.get("unique_graphs", 0)),
+        "graph_break_total": int(sum(counters.get("graph_break", {}).values())),
+        "cudagraph_skip_count": int(counters.get("inductor", {}).get("cudagraph_skips", 0)),
+    }
+
+
+def compile_count() -> int:
+    """How many frames dynamo has compiled so far (a recompile adds one)."""
+    try:
+        from torch._dynamo.utils import get_compilation_metrics
+
+        return len(get_compilation_metrics())
+    except Exception:
+        return 0
+
+
+def compile_phases() -> dict[str, float]:
+    """Seconds spent per compile phase, summed over every frame compiled, from
+    ``torch._dynamo.utils.get_compilation_metrics()`` (fields differ by release: take those
+    present)."""
+    try:
+        from torch._dynamo.utils import get_compilation_metrics
+
+        metrics = get_compilation_metrics()
+    except Exception:
+        return {}
+    fields = {
+        "dynamo_total": "entire_frame_compile_time_s",
+        "backend": "backend_compile_time_s",
+        "inductor": "inductor_compile_time_s",
+        "codegen": "code_gen_time_s",
+    }
+    us_fields = {
+        "triton_compile": "triton_compile_time_us",
+        "autotune": "compile_time_autotune_time_us",
+        "cudagraphify": "runtime_cudagraphify_time_us",
+    }
+    out: dict[str, float] = {}
+    for m in metrics:
+        for name, attr in fields.items():
+            v = getattr(m, attr, None)
+            if isinstance(v, (int, float)):
+                out[name] = out.get(name, 0.0) + float(v)
+        for name, attr in us_fields.items():
+            v = getattr(m, attr, None)
+            if isinstance(v, (int, float)):
+                out[name] = out.get(name, 0.0) + float(v) / 1e6
+    return {k: round(v, 6) for k, v in out.items()}
+
+
+def _user_frame(stack: Any) -> tuple[str | None, int | None]:
+    """The innermost frame outside torch itself: the user's line that caused the break."""
+    frames = list(stack or [])
+    for fr in reversed(frames):
+        filename = getattr(fr, "filename", None)
+        if filename and not filename.startswith(_TORCH_DIR):
+            return filename, getattr(fr, "lineno", None)
+    if frames:
+        return getattr(frames[-1], "filename", None), getattr(frames[-1], "lineno", None)
+    return None, None
+
+
+def explain_breaks(model: torch.nn.Module, inputs: tuple[Any, ...]) -> dict[str, Any]:
+    """Graph breaks with reason and user file:line via ``torch._dynamo.explain``.
+
+    explain resets dynamo's state, so the child calls this last, after every timing. Breaks are
+    de-duplicated by (reason, file, line) and counted.
+    """
+    import torch._dynamo as dynamo
+
+    out = dynamo.explain(model)(*inputs)
+    merged: dict[tuple[str, str | None, int | None], int] = {}
+    for br in getattr(out, "break_reasons", []) or []:
+        reason = str(getattr(br, "reason", br)).strip().splitlines()[0][:1000]
+        # Reasons can embed object addresses that differ per occurrence; they say nothing.
+        reason = re.sub(r" at 0x[0-9a-f]+", "", reason)
+        file, line = _user_frame(getattr(br, "user_stack", None))
+        key = (reason, file, line)
+        merged[key] = merged.get(key, 0) + 1
+    breaks = [
+        {"reason": r, "file": f, "line": ln, "count": c} for (r, f, ln), c in merged.items()
+    ]
+    return {
+        "graph_count": int(getattr(out, "graph_count", 0)),
+        "graph_break_count": int(getattr(out, "graph_break_count", len(breaks))),
+        "graph_breaks": breaks,
+    }
+
+
+def profile_calls(fn: Callable[[], object], calls: int, cuda: bool) -> dict[str, float | None]:
+    """Kernels per call and device-busy time per call from a separate ``torch.profiler`` pass.
+
+    The profiler slows the host 2-5x, so nothing here is used as a latency; kernel durations on
+    the device are unaffected. Busy time is the union of device activity intervals (overlapping
+    kernels on several streams count once).
+    """
+    if not cuda:
+        return {"kernels_per_call": None, "device_busy_ms_per_call": None}
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    intervals = []
+    for ev in prof.events():
+        if getattr(ev, "device_type", None) == DeviceType.CUDA:
+            tr = ev.time_range
+            intervals.append((tr.start, tr.end))
+    intervals.sort()
+    busy_us, cur_start, cur_end = 0.0, None, None
+    for s, e in intervals:
+        if cur_end is None or s > cur_end:
+            if cur_end is not None:
+                busy_us += cur_end - cur_start
+            cur_start, cur_end = s, e
+        else:
+            cur_end = max(cur_end, e)
+    if cur_end is not None:
+        busy_us += cur_end - cur_start
+    return {
+        "kernels_per_call": len(intervals) / calls,
+        "device_busy_ms_per_call": busy_us / 1e3 / calls,
+    }

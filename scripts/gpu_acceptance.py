@@ -1,0 +1,111 @@
+"""The GPU acceptance set (issue 2): run it on a CUDA host after every engine change.
+
+    python scripts/gpu_acceptance.py --db sqlite:///$OUT/acceptance.db
+
+Measures, through the same path as ``python -m engine run`` (validate, queue, claim, execute):
+- seed MLP b32 fp32: eager, default, reduce-overhead, max-autotune;
+- pointwise chain b64x4096 fp32: eager, default, reduce-overhead;
+- the graph-break model (breaks with reason and file:line);
+- a sweep of the varying-length model over seq (recompiles);
+then times the MLP and the chain again with torch.utils.benchmark and triton's do_bench in a
+separate process, prints every run with ``show`` and ends with one comparison table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.execute import execute_run  # noqa: E402
+from engine.report import format_run  # noqa: E402
+from engine.spec import normalise  # noqa: E402
+from storage import open_database, queries, queue  # noqa: E402
+
+CONFIGS = [
+    ("mlp", {"batch": 32, "hidden": 1024}, None,
+     ["eager", "default", "reduce-overhead", "max-autotune"]),
+    ("pointwise_chain", {"batch": 64, "width": 4096, "depth": 8}, None,
+     ["eager", "default", "reduce-overhead"]),
+    ("graph_breaks", {"batch": 32, "hidden": 256}, None, ["eager", "default"]),
+    ("varying_seq", {"batch": 8, "hidden": 256, "heads": 4},
+     {"dim": "seq", "values": [64, 128, 256, 512]}, ["eager", "default"]),
+]
+# DESIGN §4 (H200, torch 2.11): eager / default / reduce-overhead / max-autotune ms per call.
+DESIGN = {"mlp": {"eager": 0.064, "default": 0.177, "reduce-overhead": 0.097,
+                  "max-autotune": 0.146},
+          "pointwise_chain": {"eager": 0.363, "default": 0.084, "reduce-overhead": 0.213}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--db", default=os.environ.get("COMPILELAB_DB"))
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--only", default=None, help="comma list of model names")
+    args = ap.parse_args()
+    db = open_database(args.db)
+    run_ids: dict[str, int] = {}
+    for model, dims, sweep, variants in CONFIGS:
+        if args.only and model not in args.only.split(","):
+            continue
+        spec = normalise({"model": model, "dims": dims, "sweep": sweep, "dtype": "float32",
+                          "device": args.device, "variants": variants}, check_device=True)
+        run_id = queue.enqueue_run(db, spec, tags=["acceptance"])
+        queue.claim_run(db, run_id, "acceptance")
+        t0 = time.time()
+        status = execute_run(db, run_id, spec, "acceptance", log=print)
+        print(f"== run {run_id} {model}: {status} in {time.time() - t0:.0f} s", flush=True)
+        run_ids[model] = run_id
+
+    refs = {}
+    for model, dims, _, _ in CONFIGS[:2]:
+        if model not in run_ids or args.device != "cuda":
+            continue
+        p = subprocess.run([sys.executable, str(ROOT / "scripts/reference_timing.py"), model,
+                            json.dumps(dims), "float32", args.device], capture_output=True,
+                           text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        if p.returncode == 0:
+            refs[model] = json.loads(p.stdout.strip().splitlines()[-1])
+        else:
+            print(f"reference timing for {model} failed:\n{p.stderr[-2000:]}")
+
+    for run_id in run_ids.values():
+        print()
+        print(format_run(db, run_id))
+
+    print("\n== engine vs references (ms per call, medians) ==")
+    head = (f"{'model':16s} {'variant':16s} {'per-call':>9s} {'do_bench':>9s} {'d%':>6s} "
+            f"{'pipelined':>9s} {'Timer':>9s} {'d%':>6s} {'naive':>8s} {'DESIGN':>7s} "
+            f"{'cold s':>7s} {'warm s':>7s} {'kern/call':>9s}")
+    print(head)
+    for model, run_id in run_ids.items():
+        v = queries.load_runs(db, [run_id])["variants"]
+        for r in v.to_dict("records"):
+            ref = refs.get(model, {}).get(r["variant"], {})
+
+            def pct(a, b):
+                return f"{(a / b - 1) * 100:+.1f}" if a and b else "-"
+
+            def f(x, nd=4):
+                return "-" if x is None or x != x else f"{x:.{nd}f}"
+
+            print(f"{model:16s} {r['variant']:16s} {f(r['median_ms']):>9s} "
+                  f"{f(ref.get('do_bench_ms')):>9s} {pct(r['median_ms'], ref.get('do_bench_ms')):>6s} "
+                  f"{f(r['pipelined_median_ms']):>9s} {f(ref.get('timer_blocked_ms')):>9s} "
+                  f"{pct(r['pipelined_median_ms'], ref.get('timer_blocked_ms')):>6s} "
+                  f"{f(ref.get('naive_no_sync_ms')):>8s} "
+                  f"{f(DESIGN.get(model, {}).get(r['variant']), 3):>7s} "
+                  f"{f(r['first_call_cold_s'], 2):>7s} {f(r['first_call_warm_s'], 2):>7s} "
+                  f"{f(r['kernels_per_call'], 1):>9s}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

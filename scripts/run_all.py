@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Start the Compile Lab worker and dashboard together; stop both on Ctrl-C or SIGTERM.
+
+    python scripts/run_all.py [--port 8501] [--address 127.0.0.1] [--db URL] [--no-worker]
+
+Each service runs as its own process group (``start_new_session``), so the launcher alone
+decides how they stop: on SIGINT/SIGTERM it forwards SIGINT to both groups (the worker's
+measuring children included), waits up to ``--grace`` seconds, then escalates to SIGTERM and
+finally SIGKILL.  If either service exits on its own, the other is stopped the same way and the
+launcher exits with the first one's status, so a crash is never hidden behind a live dashboard.
+
+Both share one database URL: ``--db``, else ``COMPILELAB_DB``, else ``sqlite:///compilelab.db``
+(a file in the repository root, which is the working directory of both services).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DB = "sqlite:///compilelab.db"
+
+
+class _Stop(Exception):
+    """Raised from the signal handler to leave the wait loop."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _commands(args: argparse.Namespace) -> dict[str, list[str]]:
+    py = sys.executable
+    cmds: dict[str, list[str]] = {}
+    if not args.no_worker:
+        cmds["worker"] = [py, "-m", "engine", "worker"]
+    cmds["dashboard"] = [
+        py,
+        "-m",
+        "streamlit",
+        "run",
+        "dashboard/app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(args.port),
+        "--server.address",
+        args.address,
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+    return cmds
+
+
+def _check_layout(cmds: dict[str, list[str]]) -> str | None:
+    if "worker" in cmds and not (ROOT / "engine" / "__main__.py").exists():
+        return "engine/__main__.py is missing: `python -m engine worker` cannot start"
+    if not (ROOT / "dashboard" / "app.py").exists():
+        return "dashboard/app.py is missing: the dashboard cannot start"
+    return None
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(proc: subprocess.Popen) -> bool:
+    """True while any process of the child's group lives (its measuring children included)."""
+    proc.poll()  # reap the leader if it has exited, so a zombie does not count
+    try:
+        os.killpg(proc.pid, 0)  # the child leads its own group: pgid == pid
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stop_all(procs: dict[str, subprocess.Popen], grace: float) -> None:
+    """SIGINT every live group, then SIGTERM, then SIGKILL, waiting `grace` s between steps.
+
+    Whole groups are signalled, not just their leaders, so a measuring child of the worker
+    cannot outlive the launcher.
+    """
+    for sig, wait_s in ((signal.SIGINT, grace), (signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        live = [p for p in procs.values() if _group_alive(p)]
+        if not live:
+            return
+        for p in live:
+            _signal_group(p.pid, sig)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and any(_group_alive(p) for p in live):
+            time.sleep(0.1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=int(os.environ.get("COMPILELAB_PORT", 8501)))
+    parser.add_argument("--address", default=os.environ.get("COMPILELAB_ADDRESS", "localhost"))
+    parser.add_argument("--db", default=os.environ.get("COMPILELAB_DB") or DEFAULT_DB)
+    parser.add_argument("--no-worker", action="store_true", help="dashboard only")
+    parser.add_argument("--grace", type=float, default=10.0, help="seconds to wait per stop step")
+    args = parser.parse_args(argv)
+
+    cmds = _commands(args)
+    problem = _check_layout(cmds)
+    if problem:
+        print(f"run_all: {problem}", file=sys.stderr)
+        return 2
+
+    env = dict(os.environ, COMPILELAB_DB=args.db, PYTHONUNBUFFERED="1")
+    procs: dict[str, subprocess.Popen] = {}
+
+    def on_signal(signum, _frame):
+        raise _Stop(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    status = 0
+    try:
+        for name, cmd in cmds.items():
+            procs[name] = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
+            print(f"run_all: started {name} (pid {procs[name].pid})", flush=True)
+        print(
+            f"run_all: database {args.db}; dashboard on http://{args.address}:{args.port}"
+            " ; Ctrl-C stops everything",
+            flush=True,
+        )
+        while True:
+            for name, p in procs.items():
+                rc = p.poll()
+                if rc is not None:
+                    print(f"run_all: {name} exited with status {rc}; stopping the rest", flush=True)
+                    status = rc if rc != 0 else 1  # a service leaving on its own is an error
+                    raise _Stop(0)
+            time.sleep(0.2)
+    except _Stop as stop:
+        if stop.signum:
+            print(f"run_all: {signal.Signals(stop.signum).name}: stopping", flush=True)
+            # Ctrl-C is the normal way to stop: exit 0.  SIGTERM: the conventional 128 + 15.
+            status = 0 if stop.signum == signal.SIGINT else 128 + stop.signum
+    finally:
+        # Also reached on an unexpected error (e.g. a command that cannot start): never leave
+        # a started service behind.  A second Ctrl-C while we wait must not interrupt the
+        # shutdown either: ignore it, the escalation to SIGTERM/SIGKILL follows anyway.
+        for s in previous:
+            signal.signal(s, signal.SIG_IGN)
+        _stop_all(procs, args.grace)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    print("run_all: all stopped", flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

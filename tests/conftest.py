@@ -1,0 +1,32 @@
+"""Shared test helpers: run the CLI as a user would, in a subprocess, against a temp database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# Budgets small enough for a 2-core CI machine; the protocol is the same as on a GPU.
+FAST = ["--warmup-calls", "3", "--min-samples", "5", "--min-time", "0", "--max-time", "1",
+        "--pipeline-k", "3"]
+
+
+def run_cli(*args: str, db_url: str | None = None, env: dict | None = None,
+            timeout: float = 300) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    cmd = [sys.executable, "-m", "engine", *args]
+    if db_url and args and args[0] in ("run", "show", "cancel", "worker"):
+        cmd += ["--db", db_url]
+    return subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'test.db'}"
