@@ -1,0 +1,69 @@
+# Compile Lab developer entry points.
+#   make venv   create/refresh .venv (reruns only when a requirements file changes)
+#   make run    worker + dashboard on SQLite, Ctrl-C stops both
+#   make test   the test suite, each test under a timeout
+#   make lint   ruff
+
+SHELL := /bin/bash
+
+# Python 3.11 by default; override with `make PYTHON=python3.12 venv` (any >= 3.11 works).
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV ?= .venv
+# e.g. VENV_ARGS=--system-site-packages to reuse a torch installed outside the venv
+VENV_ARGS ?=
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.requirements-stamp
+REQUIREMENTS := requirements.txt requirements-dev.txt requirements-engine.txt
+
+# The torch release installed when the venv has none.  On this project's dev and CI machines
+# pip takes it from a CPU wheel that lies on local disk (no multi-GB download); on a GPU
+# machine, install your own CUDA build of torch into the venv first and it is kept.
+TORCH_FALLBACK ?= torch==2.13.0
+
+export COMPILELAB_DB ?= sqlite:///compilelab.db
+PYTEST_TIMEOUT ?= 300
+PYTEST_ARGS ?=
+
+.PHONY: venv run worker dashboard test lint format clean-venv
+
+venv: $(STAMP)
+
+$(STAMP): $(REQUIREMENTS)
+	@if [ ! -x "$(PY)" ]; then \
+		echo "creating $(VENV) with $(PYTHON)"; \
+		"$(PYTHON)" -m venv $(VENV_ARGS) "$(VENV)"; \
+	fi
+	@# torch goes in first and only when the venv cannot import one.  Why: requirements.txt
+	@# asks for torch>=2.4, which with no torch present would pull the newest (CUDA, several
+	@# GB) release.  Here torch==2.13.0 resolves to the local CPU wheel; on a GPU machine the
+	@# user has installed their CUDA torch beforehand, `import torch` succeeds, and we keep it.
+	@if ! "$(PY)" -c "import torch" >/dev/null 2>&1; then \
+		echo "no torch in $(VENV): installing $(TORCH_FALLBACK)"; \
+		"$(PY)" -m pip install --disable-pip-version-check "$(TORCH_FALLBACK)"; \
+	fi
+	"$(PY)" -m pip install --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
+	@touch "$@"
+
+# Worker and dashboard together, as child process groups of one launcher that forwards
+# Ctrl-C / SIGTERM to both and waits for them (scripts/run_all.py).
+run: venv
+	"$(PY)" scripts/run_all.py
+
+worker: venv
+	"$(PY)" -m engine worker
+
+dashboard: venv
+	"$(PY)" -m streamlit run dashboard/app.py --server.headless true
+
+test: venv
+	"$(VENV)/bin/pytest" -q --timeout=$(PYTEST_TIMEOUT) $(PYTEST_ARGS)
+
+lint: venv
+	"$(VENV)/bin/ruff" check .
+
+format: venv
+	"$(VENV)/bin/ruff" format .
+	"$(VENV)/bin/ruff" check --fix .
+
+clean-venv:
+	rm -rf "$(VENV)"
