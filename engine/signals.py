@@ -5,6 +5,7 @@ APIs move between releases (the GPU host runs torch 2.11, the dev machines 2.13)
 from __future__ import annotations
 
 import contextlib
+import linecache
 import logging
 import os
 import re
@@ -157,6 +158,9 @@ def explain_breaks(model: torch.nn.Module, inputs: tuple[Any, ...]) -> dict[str,
         # Reasons can embed object addresses that differ per occurrence; they say nothing.
         reason = re.sub(r" at 0x[0-9a-f]+", "", reason)
         file, line = _user_frame(getattr(br, "user_stack", None))
+        code = linecache.getline(file, line).strip() if file and line else ""
+        if code and code not in reason:
+            reason = f"{reason}: `{code[:200]}`"  # the line itself says more than the reason
         key = (reason, file, line)
         merged[key] = merged.get(key, 0) + 1
     breaks = [
