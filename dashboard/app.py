@@ -1,0 +1,55 @@
+"""Compile Lab dashboard entry point: ``streamlit run dashboard/app.py``.
+
+Navigation only; each page lives in dashboard/views/. Every page keeps its selections in the URL
+(``st.query_params``), so any view can be shared as a link, e.g. ``/compare?runs=3,7``.
+
+Why views/ and not pages/: Streamlit treats a ``pages/`` folder next to the main script as a
+legacy (v1) multipage app until some request has run ``st.navigation``. On a freshly started
+server, the first request for a permalink such as ``/compare?runs=3`` would then execute the page
+file alone (no app.py: no navigation, no sys.path set-up) and fail. ``views/`` avoids that.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# `streamlit run dashboard/app.py` puts dashboard/ on sys.path, not the repository root.
+ROOT = str(Path(__file__).resolve().parents[1])
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import streamlit as st  # noqa: E402
+
+from dashboard import data, widgets  # noqa: E402
+
+st.set_page_config(page_title="Compile Lab", page_icon=":material/bolt:", layout="wide")
+
+pages = [
+    st.Page(widgets.PAGE_NEW, title="New run", icon=":material/play_arrow:", url_path="new"),
+    st.Page(widgets.PAGE_RUNS, title="Runs", icon=":material/table_rows:", url_path="runs",
+            default=True),
+    st.Page(widgets.PAGE_COMPARE, title="Run / compare", icon=":material/monitoring:",
+            url_path="compare"),
+    st.Page(widgets.PAGE_SWEEP, title="Sweep", icon=":material/show_chart:", url_path="sweep"),
+]
+page = st.navigation(pages)
+
+with st.sidebar:
+    st.markdown("**Compile Lab** — torch.compile vs eager, measured on your hardware.")
+    try:
+        state = data.current_worker_state()
+        if state.running:
+            st.caption(f"Worker busy: {state.running} running, {state.queued} queued.")
+        elif state.seems_down:
+            st.caption(f"⚠️ {state.queued} queued, no worker: start it with `make run` or "
+                       "`python -m engine worker`.")
+        elif state.queued:
+            st.caption(f"{state.queued} queued.")
+        else:
+            st.caption("Queue empty.")
+    except Exception as exc:  # noqa: BLE001 - the pages say what to do
+        st.caption(f"Database unavailable: {exc}")
+    st.caption(f"Database: `{data.describe_database()}`")
+
+page.run()

@@ -1,0 +1,118 @@
+"""Adapter over ``engine.catalogue``: the one place that knows the catalogue's shape.
+
+The engine exposes ``engine.catalogue.list_models() -> list[ModelInfo]`` where ``ModelInfo`` has
+``name, description, dims: list[Dim(name, default, min, max, help)], dtypes: list[str]``.
+``to_model_choice`` accepts objects (dataclasses, namedtuples) or plain dicts and tolerates
+missing optional fields, so a change on the engine side is fixed here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_DTYPES = ["float32", "bfloat16", "float16"]
+
+
+@dataclass(frozen=True)
+class DimChoice:
+    name: str
+    default: int | float
+    min: int | float | None = None
+    max: int | float | None = None
+    help: str = ""
+    input_only: bool = True  # changes only the inputs, not the module: can be swept
+
+    @property
+    def is_int(self) -> bool:
+        return isinstance(self.default, int) and not isinstance(self.default, bool)
+
+    def range_text(self) -> str:
+        lo = "−∞" if self.min is None else f"{self.min:g}"
+        hi = "∞" if self.max is None else f"{self.max:g}"
+        return f"{lo}…{hi}"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    name: str
+    description: str = ""
+    dims: tuple[DimChoice, ...] = ()
+    dtypes: tuple[str, ...] = tuple(DEFAULT_DTYPES)
+    source: str = "catalogue"  # "catalogue" or "plugin" (operator's plugin folder)
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def dim(self, name: str) -> DimChoice | None:
+        return next((d for d in self.dims if d.name == name), None)
+
+    @property
+    def sweepable(self) -> tuple[DimChoice, ...]:
+        """Dims a sweep may vary: input-only ones (one compiled module fed new shapes)."""
+        return tuple(d for d in self.dims if d.input_only)
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _number(v: Any) -> int | float | None:
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return int(f) if f.is_integer() and not isinstance(v, float) else f
+
+
+def to_dim_choice(d: Any) -> DimChoice:
+    default = _number(_get(d, "default"))
+    return DimChoice(
+        name=str(_get(d, "name")),
+        default=default if default is not None else 1,
+        min=_number(_get(d, "min", _get(d, "minimum"))),
+        max=_number(_get(d, "max", _get(d, "maximum"))),
+        help=str(_get(d, "help", "") or ""),
+        # Engines without the flag allow any dim to be swept.
+        input_only=bool(_get(d, "input_only", True)),
+    )
+
+
+def to_model_choice(info: Any) -> ModelChoice:
+    name = str(_get(info, "name"))
+    dims = _get(info, "dims", None) or []
+    if isinstance(dims, dict):  # {"batch": Dim(...)} is accepted too
+        dims = [d if _get(d, "name") else {**_as_dict(d), "name": k} for k, d in dims.items()]
+    dtypes = list(_get(info, "dtypes", None) or DEFAULT_DTYPES)
+    source = _get(info, "source", None) or ("plugin" if name.startswith("plugin:") else
+                                            "catalogue")
+    description = str(_get(info, "description", "") or "").strip()
+    return ModelChoice(
+        name=name,
+        description=description.splitlines()[0] if description else "",
+        dims=tuple(to_dim_choice(d) for d in dims),
+        dtypes=tuple(str(t) for t in dtypes),
+        source=str(source),
+    )
+
+
+def _as_dict(d: Any) -> dict:
+    if isinstance(d, dict):
+        return d
+    keys = ("name", "default", "min", "max", "help", "input_only")
+    return {k: getattr(d, k) for k in keys if hasattr(d, k)}
+
+
+def load_catalogue() -> list[ModelChoice]:
+    """Import ``engine.catalogue`` and adapt its models (raises if the engine is unavailable).
+
+    ``engine.catalogue`` may import torch; callers cache the result (st.cache_resource).
+    """
+    module = importlib.import_module("engine.catalogue")
+    models = module.list_models()
+    return [to_model_choice(m) for m in models]

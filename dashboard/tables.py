@@ -1,0 +1,138 @@
+"""Derived tables (pure pandas, no Streamlit): what the pages show and the CSV download holds."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dashboard import fmt
+
+MiB = 2**20
+
+# (source column, display/CSV column) — units in the names so a CSV stands on its own.
+VARIANT_COLUMNS = [
+    ("run_id", "run_id"),
+    ("variant", "variant"),
+    ("status", "status"),
+    ("failure_kind", "failure_kind"),
+    ("median_ms", "median_ms"),
+    ("p10_ms", "p10_ms"),
+    ("p90_ms", "p90_ms"),
+    ("iqr_ms", "iqr_ms"),
+    ("n", "samples"),
+    ("noisy", "noisy"),
+    ("pipelined_median_ms", "pipelined_median_ms"),
+    ("eager_median_ms", "eager_median_ms_paired"),
+    ("eager_pipelined_median_ms", "eager_pipelined_median_ms_paired"),
+    ("speedup", "speedup_x"),
+    ("speedup_ci_low", "speedup_ci_low_x"),
+    ("speedup_ci_high", "speedup_ci_high_x"),
+    ("break_even_calls", "break_even_calls"),
+    ("setup_s", "setup_s"),
+    ("first_call_cold_s", "first_call_cold_s"),
+    ("first_call_warm_s", "first_call_warm_s"),
+    ("peak_allocated_bytes", "peak_allocated_mib"),
+    ("peak_reserved_bytes", "peak_reserved_mib"),
+    ("graph_count", "graphs"),
+    ("graph_break_count", "graph_breaks"),
+    ("recompile_count", "recompiles"),
+    ("kernels_per_call", "kernels_per_call"),
+    ("device_busy_ms_per_call", "device_busy_ms_per_call"),
+    ("wall_ms_per_call", "profiler_wall_ms_per_call"),
+    ("max_abs_err", "max_abs_err"),
+    ("correct", "correct"),
+    ("timer", "timer"),
+]
+
+
+def variants_table(variants: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per (run, variant) with the headline figures; the CSV download is this table.
+
+    Adds model/dims/dtype/device/gpu from ``runs`` when given so the CSV is self-describing.
+    Memory is converted to MiB; ``break_even_calls`` is empty when compiling never pays off.
+    """
+    if variants is None or variants.empty:
+        return pd.DataFrame(columns=[dst for _, dst in VARIANT_COLUMNS])
+    out = pd.DataFrame(index=variants.index)
+    for src, dst in VARIANT_COLUMNS:
+        out[dst] = variants[src] if src in variants.columns else None
+    for c in ("peak_allocated_mib", "peak_reserved_mib"):
+        out[c] = pd.to_numeric(out[c], errors="coerce") / MiB
+    if runs is not None and not runs.empty:
+        keep = [c for c in ("run_id", "model", "dims_label", "dtype", "device", "gpu",
+                            "torch_version") if c in runs.columns]
+        out = runs[keep].merge(out, on="run_id", how="right")
+    return out.reset_index(drop=True)
+
+
+def graph_breaks_table(graph_breaks: pd.DataFrame) -> pd.DataFrame:
+    """Graph breaks per variant: reason, user ``file:line``, count (de-duplicated, summed)."""
+    cols = ["run_id", "variant", "reason", "location", "count"]
+    if graph_breaks is None or graph_breaks.empty:
+        return pd.DataFrame(columns=cols)
+    df = graph_breaks.copy()
+    line = df["line"].map(lambda v: f":{int(v)}" if fmt.is_num(v) else "")
+    df["location"] = df["file"].fillna("").astype(str) + line
+    df["count"] = pd.to_numeric(df["count"], errors="coerce").fillna(1).astype(int)
+    df["reason"] = df["reason"].fillna("").astype(str)
+    out = (df.groupby(["run_id", "variant", "reason", "location"], as_index=False, sort=False)
+           ["count"].sum())
+    return out.sort_values(["run_id", "variant", "count"], ascending=[True, True, False])[cols]
+
+
+def recompiles_table(recompiles: pd.DataFrame) -> pd.DataFrame:
+    """Recompiles per variant with their guard-failure reason and when they happened."""
+    cols = ["run_id", "variant", "reason", "call_index", "dim_value"]
+    if recompiles is None or recompiles.empty:
+        return pd.DataFrame(columns=cols)
+    df = recompiles.copy()
+    for c in cols:
+        if c not in df.columns:
+            df[c] = None
+    return df[cols].reset_index(drop=True)
+
+
+def failed_variants(variants: pd.DataFrame) -> pd.DataFrame:
+    """Variants that did not finish ok, with kind, reason and stderr tail."""
+    cols = ["run_id", "variant", "status", "failure_kind", "error", "stderr_tail"]
+    if variants is None or variants.empty or "status" not in variants.columns:
+        return pd.DataFrame(columns=cols)
+    df = variants[variants["status"] != "ok"].copy()
+    for c in cols:
+        if c not in df.columns:
+            df[c] = None
+    return df[cols].reset_index(drop=True)
+
+
+RUN_COLUMNS = ["run_id", "model", "dims_label", "dtype", "device", "gpu", "torch_version",
+               "status", "best_speedup", "created_at", "tags"]
+
+
+def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The run-history table's columns, in display order (tags joined for display)."""
+    if runs is None or runs.empty:
+        return pd.DataFrame(columns=RUN_COLUMNS)
+    out = pd.DataFrame(index=runs.index)
+    for c in RUN_COLUMNS:
+        out[c] = runs[c] if c in runs.columns else None
+    out["tags"] = out["tags"].map(lambda t: ", ".join(t) if isinstance(t, list | tuple) else
+                                  ("" if t is None or t != t else str(t)))
+    return out.reset_index(drop=True)
+
+
+ENV_ORDER = ["host", "os", "cpu", "gpu_name", "gpu", "gpu_count", "driver", "cuda", "torch",
+             "triton", "python", "git_commit"]
+
+
+def environment_rows(env: dict | None) -> pd.DataFrame:
+    """A run's environment fingerprint as (key, value) rows, the usual keys first."""
+    env = env if isinstance(env, dict) else {}
+    keys = [k for k in ENV_ORDER if k in env] + sorted(k for k in env if k not in ENV_ORDER)
+    return pd.DataFrame({"key": keys, "value": [_flat(env[k]) for k in keys]})
+
+
+def _flat(v) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_flat(x)}" for k, x in v.items())
+    if isinstance(v, list | tuple):
+        return ", ".join(_flat(x) for x in v)
+    return "" if v is None else str(v)

@@ -1,0 +1,162 @@
+"""Run / compare: one or several runs (``?runs=3,7``): verdicts, every chart, tables, sharing."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import charts, data, report, tables, widgets
+from dashboard.verdict import verdict_for_run
+
+st.title("Run / compare")
+
+try:
+    recent = data.list_runs(limit=500)
+except Exception as exc:  # noqa: BLE001
+    widgets.storage_unavailable(exc)
+    st.stop()
+if recent.empty:
+    widgets.no_runs_yet()
+    st.stop()
+
+wanted = widgets.run_ids_param()
+labels = {int(r.run_id): f"#{r.run_id} {r.model} ({r.dims_label}) · {r.status}"
+          for r in recent.itertuples()}
+options = list(dict.fromkeys([*wanted, *labels]))
+picked = st.multiselect("Runs", options, default=wanted, key="compare-runs",
+                        format_func=lambda i: labels.get(i, f"#{i}"),
+                        placeholder="Pick one or more runs (or select rows on the Runs page)")
+widgets.set_param("runs", picked)
+if not picked:
+    st.info("Pick runs above, or select rows on the **Runs** page and press *Compare*.")
+    st.page_link(widgets.PAGE_RUNS, label="Go to Runs", icon=":material/table_rows:")
+    st.stop()
+
+d = data.load_runs(picked)
+runs = d["runs"]
+missing = [i for i in picked if i not in set(runs["run_id"].astype(int))]
+if missing:
+    st.warning("Not in this database: " + ", ".join(f"#{i}" for i in missing))
+if runs.empty:
+    st.stop()
+variants = d["variants"]
+verdicts = []
+
+# ---------------------------------------------------------------- per-run summary and verdict
+st.header("Verdict", anchor="verdict")
+for _, r in runs.iterrows():
+    rid = int(r["run_id"])
+    with st.container(border=True):
+        st.markdown(f"**{widgets.run_title(r)}**")
+        meta = [f"torch {r['torch_version']}" if r.get("torch_version") else None,
+                f"created {r['created_at']:%Y-%m-%d %H:%M}" if r.get("created_at") is not None
+                else None,
+                "tags: " + ", ".join(r["tags"]) if isinstance(r.get("tags"), list) and r["tags"]
+                else None]
+        st.caption(" · ".join(m for m in meta if m))
+        if r["status"] in widgets.ACTIVE:
+            widgets.progress_view(rid, status=r["status"])
+        if r.get("note"):
+            st.text(r["note"])
+        if r["status"] == "failed" and r.get("error"):
+            st.error(f"Run failed: {r['error']}")
+        v = verdict_for_run(variants, rid)
+        verdicts.append(v)
+        if not variants.empty and (variants["run_id"] == rid).any():
+            st.markdown(v.as_markdown())
+        elif r["status"] in widgets.ACTIVE:
+            st.caption("Results appear here as each variant finishes.")
+
+if variants.empty:
+    st.info("No variant has finished yet.")
+    st.stop()
+
+# ---------------------------------------------------------------- figures
+figure_list = charts.compare_figures(d)
+figures = dict(figure_list)
+st.header("Speedup and break-even", anchor="speedup")
+c1, c2 = st.columns(2)
+c1.plotly_chart(figures["speedup"], key="fig-speedup")
+c2.plotly_chart(figures["break_even"], key="fig-break-even")
+st.header("Warm-up", anchor="warm-up")
+c1, c2 = st.columns(2)
+c1.plotly_chart(figures["warmup_cost"], key="fig-warmup-cost")
+c2.plotly_chart(figures["warmup_curve"], key="fig-warmup-curve")
+st.header("Steady state", anchor="steady-state")
+log_y = st.toggle("Log scale", key="latency-log", value=runs["model"].nunique() > 1)
+st.plotly_chart(charts.latency_distribution(d["samples"], log_y=log_y), key="fig-latency")
+st.header("Memory and kernels", anchor="resources")
+c1, c2, c3 = st.columns(3)
+c1.plotly_chart(figures["peak_memory"], key="fig-memory")
+c2.plotly_chart(figures["kernels_per_call"], key="fig-kernels")
+c3.plotly_chart(figures["device_busy"], key="fig-busy")
+
+sweeps = d.get("sweep_points")
+if sweeps is not None and not sweeps.empty:
+    st.header("Sweep", anchor="sweep")
+    dim = ", ".join(sorted(set(runs["sweep_dim"].dropna().astype(str)))) or "swept dim"
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(charts.sweep_latency(sweeps, dim), key="fig-sweep")
+    c2.plotly_chart(charts.sweep_first_call(sweeps, dim), key="fig-sweep-first")
+
+# ---------------------------------------------------------------- tables
+st.header("Variants", anchor="variants")
+vt = tables.variants_table(variants, runs)
+st.dataframe(vt, hide_index=True, key="variants-table")
+st.download_button("Download figures as CSV", vt.to_csv(index=False),
+                   file_name=f"compilelab-variants-{'-'.join(map(str, picked[:8]))}.csv",
+                   mime="text/csv", icon=":material/download:", key="csv")
+
+st.header("Graph breaks and recompiles", anchor="graph-breaks")
+gb = tables.graph_breaks_table(d["graph_breaks"])
+if gb.empty:
+    st.caption("No graph breaks: each compiled variant traced the model into one graph.")
+else:
+    st.dataframe(gb, hide_index=True, key="graph-breaks")
+rc = tables.recompiles_table(d["recompiles"])
+if rc.empty:
+    st.caption("No recompiles.")
+else:
+    st.dataframe(rc, hide_index=True, key="recompiles")
+
+failed = tables.failed_variants(variants)
+if not failed.empty:
+    st.header("Failed variants", anchor="failed")
+    for _, f in failed.iterrows():
+        with st.expander(f"#{f['run_id']} {f['variant']}: {f['failure_kind'] or f['status']} — "
+                         f"{(f['error'] or '').splitlines()[0][:120] if f['error'] else ''}"):
+            st.text(f["error"] or "(no message)")
+            st.code(f["stderr_tail"] or "(no stderr captured)", language=None)
+
+# ---------------------------------------------------------------- environment, notes, sharing
+st.header("Environment", anchor="environment")
+for _, r in runs.iterrows():
+    with st.expander(f"Run #{r['run_id']} environment and spec"):
+        st.dataframe(tables.environment_rows(r.get("environment")), hide_index=True,
+                     key=f"env-{r['run_id']}")
+        st.json(r.get("spec") or {}, expanded=False)
+
+st.header("Notes and tags", anchor="notes")
+for _, r in runs.iterrows():
+    with st.expander(f"Run #{r['run_id']} note and tags", expanded=len(runs) == 1):
+        widgets.notes_editor(r)
+
+st.header("Share", anchor="share")
+ids = ",".join(map(str, picked))
+link = widgets.permalink("compare", runs=ids)
+st.code(link, language=None)
+s1, s2 = st.columns(2)
+with s1:
+    widgets.bundle_download(picked, key="export-compare")
+with s2:
+    ordered = [fig for _, fig in figure_list]
+    if sweeps is not None and not sweeps.empty:
+        ordered += [charts.sweep_latency(sweeps), charts.sweep_first_call(sweeps)]
+    st.download_button(
+        "Download HTML report", key="html-report", icon=":material/description:", mime="text/html",
+        file_name=f"compilelab-report-{'-'.join(map(str, picked[:8]))}.html",
+        data=lambda: report.build_report(
+            runs, variants, [("", f) for f in ordered], verdicts,
+            graph_breaks=d["graph_breaks"], recompiles=d["recompiles"],
+            title=f"Compile Lab: runs {', '.join('#' + str(i) for i in picked)}",
+            permalink=link),
+        help="One self-contained file (plotly.js embedded): opens offline, fit to attach.")

@@ -1,0 +1,181 @@
+"""New run: pick a model and its dims, choose variants and options, queue it, watch it run."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import data, widgets
+from dashboard.spec import BACKENDS, COMPILE_VARIANTS, DYNAMIC_CHOICES, RunRequest, build_spec
+
+st.title("New run")
+st.caption("Measures eager against each compile variant on the worker's machine: cold and warm "
+           "compile, warm-up curve, steady-state latency, memory, kernels, graph breaks.")
+
+try:
+    models = data.catalogue()
+except Exception as exc:  # noqa: BLE001 - the engine's own message is the most useful
+    st.error(f"Cannot load the model catalogue (engine.catalogue): {exc}", icon=":material/error:")
+    st.stop()
+if not models:
+    st.warning("The model catalogue is empty. Built-in models need their optional packages; "
+               "operators can add models in the folder named by `COMPILELAB_PLUGIN_DIR`.")
+    st.stop()
+
+try:
+    recent = data.list_runs(limit=data.GPU_LOOKBACK_RUNS)
+except Exception as exc:  # noqa: BLE001
+    widgets.storage_unavailable(exc)
+    st.stop()
+widgets.worker_banner(data.worker_state(recent))
+
+by_name = {m.name: m for m in models}
+names = list(by_name)
+wanted = st.query_params.get("model")
+model_name = st.selectbox(
+    "Model", names, index=names.index(wanted) if wanted in by_name else 0, key="model",
+    format_func=lambda n: (f"{n} — {by_name[n].description}"
+                           + (" (operator plugin)" if by_name[n].source == "plugin" else "")),
+    help="Built-in models, plus the operator's plugin folder (`COMPILELAB_PLUGIN_DIR`).")
+widgets.set_param("model", model_name)
+model = by_name[model_name]
+errors_at = {}  # field key -> st.empty() beside that field
+
+
+def field_error(key: str) -> None:
+    """Reserve the spot beside a field where its validation error will appear."""
+    errors_at[key] = st.empty()
+
+
+# ---------------------------------------------------------------- shape
+st.subheader("Shape")
+dims: dict[str, float] = {}
+cols = st.columns(min(max(len(model.dims), 1), 4))
+for i, d in enumerate(model.dims):
+    with cols[i % len(cols)]:
+        dims[d.name] = st.number_input(
+            d.name, value=d.default, step=1 if d.is_int else None,
+            key=f"dim-{model.name}-{d.name}",
+            help=f"{d.help + '. ' if d.help else ''}Range {d.range_text()}.")
+        field_error(f"dim.{d.name}")
+
+sweep_dim = st.selectbox(
+    "Sweep over one dim (optional)", ["(no sweep)", *[d.name for d in model.sweepable]],
+    key=f"sweep-dim-{model.name}",
+    help="Feed one compiled model several values of an input dim (batch, seq, …): shows "
+         "latency per value and the recompiles a new shape triggers.")
+sweep_values = ""
+if sweep_dim != "(no sweep)":
+    d = model.dim(sweep_dim)
+    sweep_values = st.text_input(
+        f"Values of {sweep_dim} (comma-separated, range {d.range_text()})",
+        key=f"sweep-values-{model.name}", placeholder="e.g. 32, 64, 128")
+field_error("sweep")
+
+c1, c2 = st.columns(2)
+with c1:
+    dtype = st.selectbox("dtype", list(model.dtypes), key="dtype")
+    field_error("dtype")
+with c2:
+    gpu = data.gpu_info(recent)
+    devices = ["cpu", "cuda"] if gpu.state != "no" else ["cpu"]
+    device = st.selectbox("Device", devices, index=devices.index("cuda") if
+                          gpu.state == "yes" else 0, key="device")
+    if gpu.state == "yes":
+        st.caption(f"Worker GPU: {gpu.name} (from run #{gpu.run_id}'s environment).")
+    elif gpu.state == "no":
+        st.info(f"No GPU found, CPU runs still work (worker report from run #{gpu.run_id}).",
+                icon=":material/computer:")
+    else:
+        st.caption("No GPU found in the worker's reports yet, CPU runs still work. cuda is "
+                   "offered: no cuda run has been measured here yet, and one fails with a "
+                   "plain reason if the worker has no GPU.")
+    field_error("device")
+
+# ---------------------------------------------------------------- variants and options
+st.subheader("Variants")
+variants = st.multiselect(
+    "Compile variants (eager is always measured as the baseline)", list(COMPILE_VARIANTS),
+    default=["default"], key="variants",
+    help="torch.compile modes. reduce-overhead adds CUDA graphs; max-autotune benchmarks "
+         "kernel configs while compiling (slow compile).")
+field_error("variants")
+
+with st.expander("Compile options"):
+    o1, o2, o3 = st.columns(3)
+    backend = o1.selectbox("Backend", list(BACKENDS), key="backend",
+                           help="Modes apply to inductor only; aot_eager/eager test plumbing.")
+    with o1:
+        field_error("backend")
+    dynamic_label = o2.selectbox("dynamic", list(DYNAMIC_CHOICES), key="dynamic",
+                                 help="None: static first, dynamic after a shape change.")
+    fullgraph = o3.checkbox("fullgraph (error on graph breaks)", key="fullgraph")
+
+with st.expander("Measurement budget"):
+    m1, m2, m3 = st.columns(3)
+    with m1:
+        warmup_calls = st.number_input("Warm-up calls", value=10, step=1, key="warmup_calls",
+                                       help="Calls 1..N timed one by one (call 1 compiles).")
+        field_error("warmup_calls")
+        min_samples = st.number_input("Minimum samples", value=30, step=1, key="min_samples")
+        field_error("min_samples")
+        pipeline_k = st.number_input("Pipelined calls K", value=20, step=1, key="pipeline_k",
+                                     help="K back-to-back calls, one synchronise.")
+        field_error("pipeline_k")
+    with m2:
+        min_time = st.number_input("Minimum time (s)", value=0.5, step=0.5, key="min_time_s")
+        field_error("min_time_s")
+        max_time = st.number_input("Maximum time (s)", value=10.0, step=1.0, key="max_time_s")
+        field_error("max_time_s")
+        timeout = st.number_input("Timeout per variant (s)", value=1800.0, step=60.0,
+                                  key="timeout_s", help="A variant past it is stopped and "
+                                  "stored as failed (timeout); the others carry on.")
+        field_error("timeout_s")
+    with m3:
+        seed = st.number_input("Seed", value=0, step=1, key="seed")
+        field_error("seed")
+        profile = st.checkbox("Profiler pass (kernels per call)", value=True, key="profile")
+        warm_cache = st.checkbox("Warm-cache compile (2nd process)", value=True,
+                                 key="warm_cache")
+
+t1, t2 = st.columns([1, 2])
+tags = t1.text_input("Tags (comma-separated)", key="tags", placeholder="e.g. baseline, h200")
+with t1:
+    field_error("tags")
+note = t2.text_input("Note", key="note", placeholder="What are you trying to find out?")
+
+request = RunRequest(
+    model=model.name, dims=dims, dtype=dtype, device=device, variants=variants,
+    backend=backend, dynamic=DYNAMIC_CHOICES[dynamic_label], fullgraph=fullgraph,
+    warmup_calls=warmup_calls, min_samples=min_samples, min_time_s=min_time,
+    max_time_s=max_time, pipeline_k=pipeline_k, timeout_s=timeout, seed=seed, profile=profile,
+    warm_cache=warm_cache, sweep_dim=None if sweep_dim == "(no sweep)" else sweep_dim,
+    sweep_values=sweep_values, tags=tags, note=note,
+)
+check = build_spec(request, model, devices, engine_check=data.engine_normalise)
+for key, message in check.errors.items():
+    (errors_at.get(key) or st).error(message, icon=":material/warning:")
+for w in check.warnings:
+    st.caption(f"ℹ️ {w}")
+
+if st.button("Queue run", type="primary", icon=":material/play_arrow:", key="submit"):
+    if not check.ok:
+        st.error(f"Fix the {len(check.errors)} field(s) marked above; nothing was queued.")
+    else:
+        run_id = data.enqueue_run(check.spec, tags=check.tags, note=note)
+        st.session_state["watch"] = run_id
+        widgets.set_param("watch", run_id)
+        st.toast(f"Run #{run_id} queued.")
+
+watch = st.session_state.get("watch") or st.query_params.get("watch")
+if watch and str(watch).isdigit():
+    st.subheader("Progress")
+    known = recent[recent["run_id"] == int(watch)] if not recent.empty else recent
+    widgets.progress_view(int(watch), status=None if known.empty else known.iloc[0]["status"])
+
+active = recent[recent["status"].isin(widgets.ACTIVE)] if not recent.empty else recent
+others = [int(r) for r in active["run_id"]] if not active.empty else []
+others = [r for r in others if str(r) != str(watch)]
+if others:
+    with st.expander(f"Other queued or running runs ({len(others)})"):
+        for rid in others[:10]:
+            widgets.progress_view(rid, live=False)

@@ -1,0 +1,125 @@
+"""Runs: the history, filtered; select rows to compare them, export them, or import a bundle."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import data, tables, widgets
+
+st.title("Runs")
+
+try:
+    everything = data.list_runs(limit=2000)
+except Exception as exc:  # noqa: BLE001
+    widgets.storage_unavailable(exc)
+    st.stop()
+widgets.worker_banner(data.worker_state(everything))
+
+if everything.empty:
+    widgets.no_runs_yet()
+    with st.expander("Import runs from a JSON bundle"):
+        widgets.bundle_import("runs-import")
+    st.stop()
+
+ANY = "(any)"
+
+
+def _options(values) -> list[str]:
+    return [ANY, *sorted({str(v) for v in values if v is not None and v == v and v != ""})]
+
+
+def _pick(label: str, key: str, options: list[str], col) -> str | None:
+    wanted = st.query_params.get(key)
+    value = col.selectbox(label, options, key=f"filter-{key}",
+                          index=options.index(wanted) if wanted in options else 0)
+    widgets.set_param(key, None if value == ANY else value)
+    return None if value == ANY else value
+
+
+all_tags = [t for tags in everything["tags"] if isinstance(tags, list) for t in tags]
+hardware = _options(list(everything["gpu"]) + list(everything["device"]))
+c1, c2, c3, c4, c5 = st.columns([2, 2, 1, 1, 2])
+model = _pick("Model", "model", _options(everything["model"]), c1)
+where = _pick("GPU / device", "hw", hardware, c2)
+status = _pick("Status", "status", _options(everything["status"]), c3)
+tag = _pick("Tag", "tag", _options(all_tags), c4)
+
+created = pd.to_datetime(everything["created_at"], utc=True, errors="coerce").dropna()
+first_day = created.min().date() if not created.empty else dt.date.today()
+last_day = max(created.max().date(), dt.date.today()) if not created.empty else dt.date.today()
+try:
+    since_q = dt.date.fromisoformat(st.query_params.get("since", ""))
+    until_q = dt.date.fromisoformat(st.query_params.get("until", ""))
+except ValueError:
+    since_q, until_q = first_day, last_day
+dates = c5.date_input("Created between", value=(since_q, until_q), key="filter-dates",
+                      min_value=min(first_day, since_q), max_value=max(last_day, until_q))
+since = until = None
+if isinstance(dates, tuple | list) and len(dates) == 2:
+    since, until = dates
+    if since == first_day and until == last_day:
+        widgets.set_param("since", None)
+        widgets.set_param("until", None)
+        since = until = None
+    else:
+        widgets.set_param("since", since.isoformat())
+        widgets.set_param("until", until.isoformat())
+
+devices = set(everything["device"].dropna().astype(str))
+runs = data.list_runs(
+    model=model, status=status, tag=tag,
+    device=where if where in devices else None,
+    gpu=where if where and where not in devices else None,
+    since=dt.datetime.combine(since, dt.time.min, tzinfo=dt.UTC) if since else None,
+    until=dt.datetime.combine(until, dt.time.max, tzinfo=dt.UTC) if until else None,
+)
+st.caption(f"{len(runs)} of {len(everything)} runs. Select rows to compare or export them.")
+if runs.empty:
+    st.info("No run matches these filters. Clear a filter above, or start a new run.")
+    st.stop()
+
+table = tables.runs_table(runs)
+# A shared link restores the selection once (?selected=3,7); later clicks update the link.
+if "runs-initial-selection" not in st.session_state:
+    linked, _ = widgets.parse_run_ids(st.query_params.get("selected"))
+    st.session_state["runs-initial-selection"] = [
+        i for i, rid in enumerate(table["run_id"]) if int(rid) in linked]
+event = st.dataframe(
+    table, key="runs-table", on_select="rerun", selection_mode="multi-row", hide_index=True,
+    selection_default={"selection": {"rows": st.session_state["runs-initial-selection"],
+                                     "columns": []}},
+    column_config={
+        "run_id": st.column_config.NumberColumn("run", format="#%d"),
+        "dims_label": "dims",
+        "gpu": "GPU",
+        "torch_version": "torch",
+        "best_speedup": st.column_config.NumberColumn(
+            "best speedup", format="%.2f×", help="Best ok compile variant: eager median ÷ "
+            "variant median (below 1.0× = compiled slower than eager)."),
+        "created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm"),
+    },
+)
+selected_rows = list(event.selection.rows) if event is not None else []
+selected = [int(table.iloc[i]["run_id"]) for i in selected_rows if i < len(table)]
+widgets.set_param("selected", selected)
+
+if selected:
+    ids = ",".join(map(str, selected))
+    a, b, c = st.columns([1, 1, 2])
+    if a.button(f"Compare {len(selected)} run(s)", type="primary",
+                icon=":material/monitoring:", key="open"):
+        st.switch_page(widgets.PAGE_COMPARE, query_params={"runs": ids})
+    if runs[runs["run_id"].isin(selected)]["sweep_dim"].notna().any() and b.button(
+            "Open sweep view", icon=":material/show_chart:", key="open-sweep"):
+        st.switch_page(widgets.PAGE_SWEEP, query_params={"runs": ids})
+    with c:
+        widgets.bundle_download(selected, key="export-selected")
+    active = runs[runs["run_id"].isin(selected) & runs["status"].isin(widgets.ACTIVE)]
+    for rid in active["run_id"]:
+        widgets.progress_view(int(rid), status="running")
+
+with st.expander("Import runs from a JSON bundle"):
+    widgets.bundle_import("runs-import")

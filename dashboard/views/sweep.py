@@ -1,0 +1,60 @@
+"""Sweep: latency and first-call time vs the swept dim, per variant, recompiles marked."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import charts, data, tables, widgets
+
+st.title("Sweep")
+st.caption("Runs over several values of one dim. A ✕ marks a value at which the compiled model "
+           "recompiled; its first call there pays a compile again.")
+
+try:
+    recent = data.list_runs(limit=500)
+except Exception as exc:  # noqa: BLE001
+    widgets.storage_unavailable(exc)
+    st.stop()
+sweep_runs = recent[recent["sweep_dim"].notna()] if not recent.empty else recent
+if sweep_runs.empty:
+    st.info("No sweep runs yet. On **New run**, choose *Sweep over one dim* and give values, "
+            "e.g. `seq` = 32, 64, 128 with the varying_seq model.")
+    st.page_link(widgets.PAGE_NEW, label="Start a sweep", icon=":material/play_arrow:")
+    st.stop()
+
+wanted = widgets.run_ids_param()
+labels = {int(r.run_id): f"#{r.run_id} {r.model} · sweep {r.sweep_dim} · {r.status}"
+          for r in sweep_runs.itertuples()}
+default = [i for i in wanted if i in labels] or [next(iter(labels))]
+picked = st.multiselect("Sweep runs", list(labels), default=default, key="sweep-runs",
+                        format_func=lambda i: labels[i])
+widgets.set_param("runs", picked)
+if not picked:
+    st.stop()
+
+d = data.load_runs(picked)
+points = d["sweep_points"]
+runs = d["runs"]
+for _, r in runs.iterrows():
+    if r["status"] in widgets.ACTIVE:
+        widgets.progress_view(int(r["run_id"]), status=r["status"])
+if points.empty:
+    st.info("No sweep points yet: they appear when a variant finishes.")
+    st.stop()
+
+for dim, group in runs.groupby(runs["sweep_dim"].fillna("swept dim")):
+    ids = set(group["run_id"].astype(int))
+    pts = points[points["run_id"].astype(int).isin(ids)]
+    st.plotly_chart(charts.sweep_latency(pts, str(dim)), key=f"sweep-latency-{dim}")
+    st.plotly_chart(charts.sweep_first_call(pts, str(dim)), key=f"sweep-first-{dim}")
+
+st.subheader("Recompiles")
+rc = tables.recompiles_table(d["recompiles"])
+if rc.empty:
+    st.caption("No recompiles recorded.")
+else:
+    st.dataframe(rc, hide_index=True, key="sweep-recompiles")
+st.download_button("Download sweep points as CSV", points.to_csv(index=False),
+                   file_name="compilelab-sweep.csv", mime="text/csv", key="sweep-csv")
+st.page_link(widgets.PAGE_COMPARE, label="Open these runs in Run / compare",
+             icon=":material/monitoring:", query_params={"runs": ",".join(map(str, picked))})

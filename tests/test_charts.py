@@ -1,0 +1,209 @@
+"""Chart builders: pure functions of DataFrames -> Plotly figures with titled, unit-bearing axes."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from test_dashboard_data import bert_results, frames, mlp_results, runs_frame, spec, sweep_results
+
+from dashboard import charts, tables
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return frames({1: bert_results()})
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    return frames({2: mlp_results()})
+
+
+def _title(fig) -> str:
+    return fig.layout.title.text
+
+
+def _has_unit(text: str) -> bool:
+    return any(u in text for u in ("(ms", "(s", "(×", "(MiB", "(count", "(value"))
+
+
+def _assert_titled(fig):
+    assert _title(fig) and _has_unit(_title(fig)), _title(fig)
+    assert fig.layout.xaxis.title.text, "x axis needs a title"
+    assert _has_unit(fig.layout.yaxis.title.text) or _has_unit(fig.layout.xaxis.title.text)
+
+
+def test_every_compare_figure_is_titled_with_units(bert):
+    figs = charts.compare_figures(bert)
+    assert [k for k, _ in figs] == list(charts.ALL_COMPARE_FIGURES)
+    for _, fig in figs:
+        _assert_titled(fig)
+        assert len(fig.data) > 0
+
+
+def test_warmup_cost_cold_and_warm_bars(bert):
+    fig = charts.warmup_cost(bert["variants"])
+    assert len(fig.data) == 2
+    cold, warm = fig.data
+    assert "cold" in cold.name and "warm" in warm.name
+    assert list(cold.x) == ["eager", "default", "reduce-overhead"]  # failed variant left out
+    assert list(cold.y) == pytest.approx([0.002, 16.0, 17.0])
+    assert fig.layout.yaxis.title.text == "first call time (s)"
+    assert fig.layout.barmode == "group"
+
+
+def test_warmup_curve_log_y_marks_cudagraph_recording_and_recompiles(bert):
+    fig = charts.warmup_curve(bert["warmup"], bert["recompiles"])
+    names = [t.name for t in fig.data]
+    assert names == ["eager", "default", "reduce-overhead", "recompile"]
+    assert fig.layout.yaxis.type == "log"
+    assert "log" in fig.layout.yaxis.title.text and "ms" in fig.layout.yaxis.title.text
+    texts = [a.text for a in fig.layout.annotations]
+    assert any("call 2 records CUDA graphs" in t for t in texts)
+    recompile = fig.data[-1]
+    assert list(recompile.x) == [5]
+    assert recompile.marker.symbol == "x"
+
+
+def test_latency_distribution_per_call_and_pipelined_boxes(bert):
+    fig = charts.latency_distribution(bert["samples"])
+    assert len(fig.data) == 2
+    assert all(t.type == "box" for t in fig.data)
+    assert "per call" in fig.data[0].name and "pipelined" in fig.data[1].name
+    assert fig.layout.yaxis.title.text == "time per call (ms)"
+    # eager's paired samples inside compile variants are not drawn as extra boxes
+    assert set(fig.data[0].x) == {"eager", "default", "reduce-overhead"}
+
+
+def test_speedup_colours_faster_green_slower_red_with_ci_and_unity_line():
+    f = frames({1: bert_results()[:3], 2: mlp_results()})  # one faster run, one slower run
+    fig = charts.speedup(f["variants"])
+    by_name = {t.name: t for t in fig.data}
+    assert set(by_name) == {"faster than eager", "slower than eager"}
+    assert by_name["faster than eager"].marker.color == charts.FASTER == "#2ca02c"
+    assert by_name["slower than eager"].marker.color == charts.SLOWER == "#d62728"
+    assert list(by_name["faster than eager"].x) == ["#1 default", "#1 reduce-overhead"]
+    assert len(by_name["slower than eager"].x) == 3
+    assert all(v < 1 for v in by_name["slower than eager"].y)
+    err = by_name["faster than eager"].error_y
+    assert err.visible and len(err.array) == 2 and all(v > 0 for v in err.array)
+    hlines = [s for s in fig.layout.shapes if s.y0 == 1.0 and s.y1 == 1.0]
+    assert len(hlines) == 1
+    assert "×" in fig.layout.yaxis.title.text
+
+
+def test_speedup_only_slower(mlp):
+    fig = charts.speedup(mlp["variants"])
+    assert [t.name for t in fig.data] == ["slower than eager"]
+    assert fig.data[0].marker.color == charts.SLOWER
+
+
+def test_break_even_annotates_crossings_and_never(bert, mlp):
+    fig = charts.break_even(bert["variants"])
+    assert [t.name for t in fig.data] == ["eager", "default", "reduce-overhead"]
+    texts = [a.text for a in fig.layout.annotations]
+    crossings = [t for t in texts if "breaks even after" in t]
+    assert len(crossings) == 2
+    # reduce-overhead: 1 + ceil(16.998 s extra / (5.97 - 1.14) ms saving) = 3,521 calls
+    assert any("reduce-overhead breaks even after 3,521 calls" in t for t in crossings)
+    assert fig.layout.xaxis.type == "log"
+    assert "calls" in fig.layout.xaxis.title.text and "(s" in fig.layout.yaxis.title.text
+
+    fig = charts.break_even(mlp["variants"])
+    texts = [a.text for a in fig.layout.annotations]
+    assert len([t for t in texts if "never breaks even" in t]) == 3
+    assert not [t for t in texts if "breaks even after" in t]
+
+
+def test_break_even_crossing_lies_on_both_lines(bert):
+    fig = charts.break_even(bert["variants"])
+    ann = next(a for a in fig.layout.annotations if a.text.startswith("default"))
+    n = round(10 ** ann.x)
+    row = bert["variants"].set_index("variant").loc["default"]
+    assert n == row.break_even_calls
+
+    def compiled(k):
+        return row.first_call_cold_s + (k - 1) * row.median_ms / 1000
+
+    def eager(k):
+        return 0.002 + (k - 1) * 5.97 / 1000
+
+    assert compiled(n) <= eager(n) and compiled(n - 1) > eager(n - 1)
+
+
+def test_peak_memory_mib_and_cpu_empty_state(bert):
+    fig = charts.peak_memory(bert["variants"])
+    assert len(fig.data) == 2
+    assert fig.data[0].y[0] == pytest.approx(180.0)
+    assert fig.layout.yaxis.title.text == "peak memory (MiB)"
+    cpu = charts.peak_memory(frames({1: mlp_results(device="cpu")})["variants"])
+    assert len(cpu.data) == 0
+    assert "CUDA devices only" in cpu.layout.annotations[0].text
+    assert "(MiB)" in _title(cpu)
+
+
+def test_kernels_and_device_busy(bert):
+    fig = charts.kernels_per_call(bert["variants"])
+    assert len(fig.data) == 1
+    assert list(fig.data[0].y) == [32.0, 1.0, 1.0]
+    assert fig.layout.yaxis.title.text == "kernels per call (count)"
+    fig = charts.device_busy(bert["variants"])
+    assert [t.name for t in fig.data] == ["device busy", "wall"]
+    assert fig.data[0].text[0] == "44% busy"
+    assert "(ms" in _title(fig)
+
+
+def test_sweep_latency_and_first_call_mark_recompiles():
+    f = frames({5: sweep_results()})
+    fig = charts.sweep_latency(f["sweep_points"], "seq")
+    assert [t.name for t in fig.data] == ["eager", "default", "recompiled at this value"]
+    assert list(fig.data[-1].x) == [64]
+    assert fig.layout.xaxis.title.text == "seq (value)"
+    assert "(ms" in _title(fig) and "seq" in _title(fig)
+    assert fig.data[1].error_y.visible
+    fig = charts.sweep_first_call(f["sweep_points"], "seq")
+    assert fig.layout.yaxis.type == "log"
+    assert len(fig.data) == 3
+
+
+def test_multi_run_labels_and_dashes():
+    f = frames({3: bert_results(), 7: mlp_results()})
+    fig = charts.warmup_curve(f["warmup"], f["recompiles"])
+    names = [t.name for t in fig.data]
+    assert "#3 eager" in names and "#7 eager" in names
+    dashes = {t.name: t.line.dash for t in fig.data if t.name != "recompile"}
+    assert dashes["#3 default"] != dashes["#7 default"]
+
+
+@pytest.mark.parametrize("builder", [charts.warmup_cost, charts.speedup, charts.break_even,
+                                     charts.peak_memory, charts.kernels_per_call,
+                                     charts.device_busy])
+def test_empty_inputs_give_titled_empty_state(builder):
+    fig = builder(pd.DataFrame())
+    assert len(fig.data) == 0
+    assert fig.layout.annotations and _has_unit(_title(fig))
+
+
+def test_empty_long_frames():
+    for fig in (charts.warmup_curve(pd.DataFrame()), charts.latency_distribution(pd.DataFrame()),
+                charts.sweep_latency(pd.DataFrame()), charts.sweep_first_call(pd.DataFrame())):
+        assert len(fig.data) == 0 and fig.layout.annotations
+
+
+def test_tables(bert):
+    runs = runs_frame({1: spec("bert")})
+    vt = tables.variants_table(bert["variants"], runs)
+    assert {"model", "variant", "median_ms", "speedup_x", "peak_allocated_mib"} <= set(vt.columns)
+    assert vt.loc[vt.variant == "default", "peak_allocated_mib"].iloc[0] == pytest.approx(180.0)
+    gb = tables.graph_breaks_table(bert["graph_breaks"])
+    assert list(gb.columns) == ["run_id", "variant", "reason", "location", "count"]
+    assert gb.iloc[0]["location"] == "/models/bert.py:88" and gb.iloc[0]["count"] == 2
+    rc = tables.recompiles_table(bert["recompiles"])
+    assert "size mismatch" in rc.iloc[0]["reason"]
+    failed = tables.failed_variants(bert["variants"])
+    assert list(failed["variant"]) == ["max-autotune"]
+    assert failed.iloc[0]["failure_kind"] == "oom"
+    rt = tables.runs_table(runs)
+    assert rt.iloc[0]["tags"] == "nightly"
+    env = tables.environment_rows(runs.iloc[0]["environment"])
+    assert env.iloc[0]["key"] == "host"

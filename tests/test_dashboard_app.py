@@ -1,0 +1,297 @@
+"""Every page through streamlit.testing.v1.AppTest against a temporary SQLite database that is
+seeded through the storage API (enqueue, claim, save_variant_result, finish_run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+from test_dashboard_data import ENVIRONMENT, bert_results, mlp_results, spec, sweep_results
+
+from storage import bundle, queries, queue, results
+from storage.db import open_database
+
+APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+TIMEOUT = 30
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPILELAB_DB", f"sqlite:///{tmp_path / 'lab.db'}")
+    monkeypatch.delenv("COMPILELAB_PLUGIN_DIR", raising=False)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    database = open_database()
+    yield database
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    database.engine.dispose()
+
+
+def seed_done(db, run_spec: dict, variant_results: list[dict], tags=("nightly",)) -> int:
+    run_id = queue.enqueue_run(db, run_spec, tags=tags)
+    assert queue.claim_run(db, run_id, "test-worker") is not None
+    for r in variant_results:
+        results.save_variant_result(db, run_id, r)
+    queue.finish_run(db, run_id, "done", environment=ENVIRONMENT)
+    return run_id
+
+
+def app(page: str | None = None, **params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    if page:
+        at.run()  # st.navigation registers the pages (custom url_paths) on the first run
+        at.switch_page(f"views/{page}.py")
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def no_exceptions(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+def button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def plotly_count(at: AppTest) -> int:
+    return len(at.get("plotly_chart"))
+
+
+# --------------------------------------------------------------------------- runs page
+
+
+def test_runs_page_empty_state_says_how_to_start(db):
+    at = app()
+    no_exceptions(at)
+    info = texts(at.info)
+    assert "No runs yet" in info and "python -m engine worker" in info
+
+
+def test_runs_page_table_filters_and_selection(db):
+    a = seed_done(db, spec("bert_base", dims={"batch": 8, "seq": 128}), bert_results())
+    b = seed_done(db, spec("mlp"), mlp_results(), tags=("seed",))
+    at = app("runs")
+    no_exceptions(at)
+    assert [s.label for s in at.selectbox] == ["Model", "GPU / device", "Status", "Tag"]
+    assert len(at.date_input) == 1
+    table = at.dataframe[0].value
+    assert list(table["run_id"]) == [b, a]
+    assert {"model", "dims_label", "dtype", "device", "gpu", "torch_version", "status",
+            "best_speedup", "created_at", "tags"} <= set(table.columns)
+    assert table.set_index("run_id").loc[a, "best_speedup"] == pytest.approx(5.24, abs=0.01)
+
+    at.selectbox(key="filter-model").set_value("mlp").run()
+    no_exceptions(at)
+    assert list(at.dataframe[0].value["run_id"]) == [b]
+    assert at.query_params["model"] == "mlp"
+    at.selectbox(key="filter-model").set_value("(any)").run()
+    at.selectbox(key="filter-tag").set_value("nightly").run()
+    assert list(at.dataframe[0].value["run_id"]) == [a]
+
+    # selecting rows offers the comparison; the button switches page with ?runs=
+    at.selectbox(key="filter-tag").set_value("(any)").run()
+    at.session_state["runs-table"] = {"selection": {"rows": [0, 1], "columns": []}}
+    at.run()
+    no_exceptions(at)
+    assert at.query_params["selected"] == f"{b},{a}"
+    compare = button(at, "Compare 2 run(s)")
+    compare.click().run()
+    no_exceptions(at)
+    assert at.query_params["runs"] == f"{b},{a}"
+    assert plotly_count(at) == 8
+
+
+# --------------------------------------------------------------------------- new run page
+
+
+def test_new_run_page_widgets(db):
+    at = app("new_run")
+    no_exceptions(at)
+    assert at.selectbox(key="model").value == "mlp"
+    assert "Launch-bound" in at.selectbox(key="model").format_func("mlp")
+    assert {n.label for n in at.number_input} >= {"batch", "hidden", "Warm-up calls",
+                                                  "Minimum samples", "Minimum time (s)",
+                                                  "Maximum time (s)", "Timeout per variant (s)"}
+    assert at.multiselect(key="variants").value == ["default"]
+    assert at.selectbox(key="device").options == ["cpu", "cuda"]
+    assert at.selectbox(key="backend").options == ["inductor", "aot_eager", "eager"]
+    assert len(at.selectbox(key="dynamic").options) == 3
+    assert at.checkbox(key="fullgraph").value is False
+    assert "No GPU found" in texts(at.caption)
+    assert button(at, "Queue run")
+    assert at.query_params["model"] == "mlp"
+
+
+def test_new_run_validation_error_beside_field_and_nothing_queued(db):
+    at = app("new_run")
+    at.selectbox(key="sweep-dim-mlp").set_value("batch").run()
+    at.text_input(key="sweep-values-mlp").set_value("8, 999999").run()
+    at.number_input(key="max_time_s").set_value(0.2)
+    at.number_input(key="min_time_s").set_value(5.0).run()
+    button(at, "Queue run").click().run()
+    no_exceptions(at)
+    errors = texts(at.error)
+    assert "Sweep value '999999'" in errors and "between 1…65536" in errors
+    assert "at least the minimum" in errors
+    assert "nothing was queued" in errors
+    assert queries.list_runs(db).empty
+
+
+def test_new_run_submit_queues_and_shows_progress_with_cancel(db):
+    at = app("new_run")
+    at.selectbox(key="device").set_value("cpu")
+    at.multiselect(key="variants").set_value(["default", "max-autotune"])
+    at.selectbox(key="backend").set_value("inductor")
+    at.text_input(key="tags").set_value("ci, smoke")
+    at.run()
+    button(at, "Queue run").click().run()
+    no_exceptions(at)
+    runs = queries.list_runs(db)
+    assert len(runs) == 1
+    run = runs.iloc[0]
+    assert run["status"] == "queued" and run["tags"] == ["ci", "smoke"]
+    assert run["spec"]["variants"] == ["eager", "default", "max-autotune"]
+    assert run["spec"]["device"] == "cpu" and run["spec"]["dims"] == {"batch": 32,
+                                                                       "hidden": 1024}
+    assert at.query_params["watch"] == str(run["run_id"])
+    assert any("variants finished 0/3" in str(p.proto.text) for p in at.get("progress"))
+    button(at, "Cancel run").click().run()
+    no_exceptions(at)
+    assert queries.list_runs(db).iloc[0]["status"] == "cancelled"
+
+
+def test_worker_not_running_banner(db, monkeypatch):
+    from dashboard import data
+
+    queue.enqueue_run(db, spec("mlp", device="cpu"))
+    monkeypatch.setattr(data, "QUEUE_WAIT_S", -1)
+    at = app("new_run")
+    no_exceptions(at)
+    warning = texts(at.warning)
+    assert "does not seem to be running" in warning and "make run" in warning
+
+
+def test_gpu_reported_by_worker_selects_cuda(db):
+    seed_done(db, spec("mlp"), mlp_results())
+    at = app("new_run")
+    assert at.selectbox(key="device").value == "cuda"
+    assert "NVIDIA H200" in texts(at.caption)
+
+
+# --------------------------------------------------------------------------- compare page
+
+
+def test_compare_renders_figures_verdicts_tables(db):
+    a = seed_done(db, spec("bert_base", dims={"batch": 8, "seq": 128}), bert_results())
+    b = seed_done(db, spec("mlp"), mlp_results())
+    at = app("compare", runs=f"{a},{b}")
+    no_exceptions(at)
+    assert plotly_count(at) == 8
+    md = texts(at.markdown)
+    assert "Ship reduce-overhead" in md
+    assert "compiled is slower than eager" in md
+    assert "default is slower than eager per call" in md
+    assert any("max-autotune: oom" in e.label for e in at.expander)
+    assert "CUDA out of memory" in texts(at.code)
+    assert len(at.get("download_button")) >= 3  # CSV, JSON bundle, HTML report
+    frames = [df.value for df in at.dataframe]
+    breaks = next(f for f in frames if "location" in f.columns)
+    assert "/models/bert.py:88" in set(breaks["location"])
+    recompiles = next(f for f in frames if "call_index" in f.columns)
+    assert "size mismatch" in recompiles["reason"].iloc[0]
+    assert any({"model", "variant", "median_ms", "speedup_x"} <= set(f.columns) for f in frames)
+    assert f"compare?runs={a}%2C{b}" in texts(at.code) or f"compare?runs={a},{b}" in texts(
+        at.code)
+
+
+def test_compare_edits_note_and_tags(db):
+    a = seed_done(db, spec("mlp"), mlp_results())
+    at = app("compare", runs=str(a))
+    at.text_area(key=f"note-{a}").set_value("<b>slower</b> at batch 32")
+    at.text_input(key=f"tags-{a}").set_value("seed, reviewed")
+    next(b for b in at.button if b.label == "Save note and tags").click().run()
+    no_exceptions(at)
+    run = queries.list_runs(db).iloc[0]
+    assert run["note"] == "<b>slower</b> at batch 32"
+    assert sorted(run["tags"]) == ["reviewed", "seed"]
+
+
+def test_compare_without_runs_and_with_bad_ids(db):
+    seed_done(db, spec("mlp"), mlp_results())
+    at = app("compare")
+    no_exceptions(at)
+    assert "Pick runs above" in texts(at.info)
+    at = app("compare", runs="abc,999")
+    no_exceptions(at)
+    warnings = texts(at.warning)
+    assert "'abc'" in warnings and "#999" in warnings
+
+
+def test_compare_shows_running_run_progress(db):
+    run_id = queue.enqueue_run(db, spec("mlp", device="cpu"))
+    queue.claim_run(db, run_id, "w")
+    queue.heartbeat(db, run_id, "w", variant="default", phase="compiling", fraction=0.25)
+    results.save_variant_result(db, run_id, mlp_results(device="cpu")[0])
+    at = app("compare", runs=str(run_id))
+    no_exceptions(at)
+    bars = [str(p.proto.text) for p in at.get("progress")]
+    assert any("default · compiling · 25%" in t for t in bars)
+    assert any("variants finished 1/4" in t for t in bars)
+
+
+# --------------------------------------------------------------------------- sweep page
+
+
+def test_sweep_page(db):
+    s = spec("varying_seq", dims={"batch": 8, "seq": 32, "hidden": 256, "heads": 4},
+             sweep={"dim": "seq", "values": [32, 64, 128]}, variants=["eager", "default"])
+    run_id = seed_done(db, s, sweep_results())
+    at = app("sweep")
+    no_exceptions(at)
+    assert at.multiselect(key="sweep-runs").value == [run_id]
+    assert plotly_count(at) == 2
+    assert at.query_params["runs"] == str(run_id)
+
+
+def test_sweep_page_empty_state(db):
+    at = app("sweep")
+    no_exceptions(at)
+    assert "No sweep runs yet" in texts(at.info)
+
+
+# --------------------------------------------------------------------------- bundles
+
+
+def _import(at: AppTest, name: str, content: bytes) -> AppTest:
+    at.file_uploader(key="runs-import-file").set_value((name, content, "application/json"))
+    at.run()
+    button(at, "Import bundle").click().run()
+    no_exceptions(at)
+    return at
+
+
+def test_import_malformed_bundle_shows_error_and_writes_nothing(db):
+    seed_done(db, spec("mlp"), mlp_results())
+    at = _import(app("runs"), "broken.json", b"{not json")
+    assert "not a JSON bundle" in texts(at.error)
+    at = _import(app("runs"), "wrong.json", json.dumps({"format": "nope", "runs": 3}).encode())
+    errors = texts(at.error)
+    assert "Bundle rejected" in errors and "Nothing was imported" in errors
+    assert len(queries.list_runs(db)) == 1
+
+
+def test_import_exported_bundle_round_trip(db):
+    a = seed_done(db, spec("mlp"), mlp_results())
+    payload = json.dumps(bundle.export_bundle(db, [a]), default=str).encode()
+    at = _import(app("runs"), "runs.json", payload)
+    assert "Imported 1 run(s)" in texts(at.success)
+    assert len(queries.list_runs(db)) == 2

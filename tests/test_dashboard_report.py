@@ -1,0 +1,44 @@
+"""HTML report: self-contained (plotly.js once), user text escaped."""
+
+from __future__ import annotations
+
+from test_dashboard_data import bert_results, frames, runs_frame, spec
+
+from dashboard import charts, report
+from dashboard.verdict import verdict_for_run
+
+EVIL = "<script>alert('x')</script>"
+
+
+def _report(**run_overrides) -> str:
+    f = frames({1: bert_results()})
+    runs = runs_frame({1: spec("bert")}, **run_overrides)
+    figs = charts.compare_figures(f)
+    return report.build_report(
+        runs, f["variants"], figs, [verdict_for_run(f["variants"], 1)],
+        graph_breaks=f["graph_breaks"], recompiles=f["recompiles"],
+        title=f"Report {EVIL}", permalink="http://x/compare?runs=1&a=<b>",
+    )
+
+
+def test_report_escapes_user_text():
+    html = _report(note=f"note {EVIL} & more", tags=[f"tag{EVIL}"], model=f"m{EVIL}",
+                   dims_label=f"batch={EVIL}", error=f"boom {EVIL}")
+    assert EVIL not in html
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
+    assert "note &lt;script&gt;" in html and "&amp; more" in html
+    # the failed variant's stderr tail contains markup: escaped too
+    assert "<b>not html</b>" not in html and "&lt;b&gt;not html&lt;/b&gt;" in html
+    assert "runs=1&amp;a=&lt;b&gt;" in html
+
+
+def test_report_is_self_contained_with_plotlyjs_once():
+    html = _report()
+    assert html.startswith("<!DOCTYPE html>")
+    # plotly.js bundle embedded exactly once, one div per figure
+    assert html.count("plotly.js v") == 1 or html.count("* plotly.js") == 1
+    assert html.count('class="plotly-graph-div"') == len(charts.ALL_COMPARE_FIGURES)
+    assert "<script src=" not in html  # nothing fetched from a CDN
+    assert "Ship reduce-overhead" in html
+    assert "/models/bert.py:88" in html
+    assert "NVIDIA H200" in html

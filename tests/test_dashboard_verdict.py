@@ -1,0 +1,78 @@
+"""Verdict text: what to ship for latency / throughput / short jobs, and plain warnings."""
+
+from __future__ import annotations
+
+from test_dashboard_data import bert_results, frames, mlp_results, variant_result
+
+from dashboard.verdict import verdict_for_run
+
+
+def test_bert_reduce_overhead_wins_with_figures():
+    v = verdict_for_run(frames({1: bert_results()})["variants"], 1)
+    assert v.latency_choice == "reduce-overhead"
+    assert v.latency.startswith("Ship reduce-overhead")
+    assert "1.14 ms per call vs 5.97 ms eager" in v.latency
+    assert "95% CI" in v.latency
+    assert v.throughput_choice == "reduce-overhead"
+    assert "pipelined" in v.throughput
+    assert v.short_jobs_choice == "reduce-overhead"
+    assert "3,521 calls" in v.short_jobs and "17 s with a cold cache" in v.short_jobs
+    assert "run eager" in v.short_jobs
+    assert v.slower_than_eager == []
+    assert any("max-autotune did not finish (oom)" in w for w in v.warnings)
+
+
+def test_compiled_slower_than_eager_is_said_plainly():
+    v = verdict_for_run(frames({2: mlp_results()})["variants"], 2)
+    assert v.latency_choice == "eager"
+    assert "compiled is slower than eager" in v.latency
+    assert "0.097 ms per call vs 0.064 ms eager" in v.latency
+    assert v.throughput_choice == "eager"
+    assert "never repaid" in v.short_jobs
+    assert len(v.slower_than_eager) == 3
+    assert all("is slower than eager per call" in s for s in v.slower_than_eager)
+    assert "default is slower than eager per call: 0.177 ms vs 0.064 ms" in v.slower_than_eager[0]
+    md = v.as_markdown()
+    assert "**Slower than eager:**" in md
+
+
+def test_ci_including_one_is_a_tie():
+    results = [
+        variant_result("eager", 1.0, 1.0, first_cold_s=0.002, first_warm_s=None),
+        variant_result("default", 1.0, 0.99, first_cold_s=3.0, first_warm_s=1.0),
+    ]
+    results[1]["stats"]["speedup_ci_low"] = 0.97
+    v = verdict_for_run(frames({1: results})["variants"], 1)
+    assert v.latency_choice == "eager"
+    assert "no compiled variant is measurably faster per call" in v.latency
+    assert "includes 1.0" in v.latency
+    assert v.short_jobs_choice == "eager" and "never repaid" in v.short_jobs
+
+
+def test_incorrect_variant_never_recommended():
+    results = bert_results()[:3]
+    results[2] = variant_result("reduce-overhead", 5.97, 1.14, first_cold_s=17.0,
+                                first_warm_s=4.5, correct=False)
+    v = verdict_for_run(frames({1: results})["variants"], 1)
+    assert v.latency_choice == "default"
+    assert any("differs from eager beyond tolerance" in w for w in v.warnings)
+
+
+def test_no_eager_and_no_results():
+    results = bert_results()[1:3]
+    v = verdict_for_run(frames({1: results})["variants"], 1)
+    assert "No eager baseline" in v.latency
+    empty = frames({1: bert_results()})["variants"].iloc[0:0]
+    assert "No results yet" in verdict_for_run(empty, 1).latency
+
+
+def test_only_eager_finished():
+    results = [bert_results()[0], bert_results()[3]]
+    v = verdict_for_run(frames({1: results})["variants"], 1)
+    assert v.latency_choice == "eager" and "no compiled variant finished" in v.latency
+
+
+def test_verdict_ignores_other_runs():
+    f = frames({1: bert_results(), 2: mlp_results()})
+    assert verdict_for_run(f["variants"], 1).latency_choice == "reduce-overhead"
+    assert verdict_for_run(f["variants"], 2).latency_choice == "eager"
