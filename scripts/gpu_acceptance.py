@@ -46,6 +46,9 @@ EXTRA = [
      {"dim": "seq", "values": [128, 256, 512, 1024]}, ["eager", "default", "reduce-overhead"]),
 ]
 # DESIGN §4 (H200, torch 2.11): eager / default / reduce-overhead / max-autotune ms per call.
+# Keep whatever PYTHONPATH brought the carried wheels (sqlalchemy, alembic) on the GPU host.
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
+                                                                 os.environ.get("PYTHONPATH")]))}
 DESIGN = {"mlp": {"eager": 0.064, "default": 0.177, "reduce-overhead": 0.097,
                   "max-autotune": 0.146},
           "pointwise_chain": {"eager": 0.363, "default": 0.084, "reduce-overhead": 0.213}}
@@ -77,7 +80,7 @@ def main() -> int:
         t0 = time.time()
         subprocess.run([sys.executable, "-m", "engine", "worker", "--once", "--db",
                         db.engine.url.render_as_string(hide_password=False)],
-                       cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+                       cwd=ROOT, env=ENV, check=False)
         print(f"== worker served {len(run_ids)} runs in {time.time() - t0:.0f} s", flush=True)
 
     refs = {}
@@ -86,7 +89,7 @@ def main() -> int:
             continue
         p = subprocess.run([sys.executable, str(ROOT / "scripts/reference_timing.py"), model,
                             json.dumps(dims), "float32", args.device], capture_output=True,
-                           text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                           text=True, cwd=ROOT, env=ENV)
         if p.returncode == 0:
             refs[model] = json.loads(p.stdout.strip().splitlines()[-1])
         else:
