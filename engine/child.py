@@ -115,19 +115,21 @@ def steady_rounds(
     k: int,
     on_round: Callable[[float], None] | None = None,
 ) -> dict[str, dict[str, list[float]]]:
-    """Interleaved rounds: each round times every function once per call and once pipelined, in
-    alternating order, so clock and thermal drift hit all of them alike and the samples of one
-    round are paired. Stops after ``min_samples`` rounds and ``min_time_s``, or at ``max_time_s``
-    (with at least 3 rounds)."""
+    """Interleaved rounds: each round times every function once per call and once pipelined,
+    in alternating order, so clock and thermal drift hit all of them alike and the samples of one
+    round are paired. Each function gets one untimed call first: switching between eager and
+    compiled code paths leaves the host's caches cold, and the first call after a switch is
+    measurably slower (seen on the H200 host: alternate rounds 2x apart); a serving loop calls
+    the same model over and over, which is what we want to time. Stops after ``min_samples``
+    rounds and ``min_time_s``, or at ``max_time_s`` (with at least 3 rounds)."""
     names = list(fns)
     out = {n: {"per_call": [], "pipelined": []} for n in names}
     t_start = time.perf_counter()
     rounds = 0
     while True:
-        order = names if rounds % 2 == 0 else names[::-1]
-        for n in order:
+        for n in names if rounds % 2 == 0 else names[::-1]:
+            fns[n]()  # untimed: warm the host path of this function
             out[n]["per_call"].append(timer.per_call_ms(fns[n]))
-        for n in order:
             out[n]["pipelined"].append(timer.pipelined_ms(fns[n], k))
         rounds += 1
         elapsed = time.perf_counter() - t_start

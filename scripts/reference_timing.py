@@ -8,6 +8,8 @@ Prints one JSON line: for eager and for torch.compile(mode=default), the median 
 - ``triton.testing.do_bench(..., return_mode="median")``: CUDA events around each call (after an
   L2 flush, with no synchronise between calls), the nearest library analogue of the engine's
   *per-call* figure;
+- ``Timer.timeit(number=1)`` repeated, and do_bench with a synchronise before each call: the
+  per-call analogues (one call on an idle device);
 - a naive loop as the seed article wrote it (perf_counter around 100 calls, no synchronise),
   which only times the launches.
 """
@@ -42,11 +44,18 @@ def main() -> None:
             t = Timer("m(*inputs)", globals={"m": m, "inputs": inputs})
             blocked = t.blocked_autorange(min_run_time=2.0)
             row = {"timer_blocked_ms": blocked.median * 1e3}
+            # Timer.timeit(number=1): one call between two synchronises, host clock: per-call.
+            per_call = sorted(t.timeit(1).median for _ in range(300))
+            row["timer_per_call_ms"] = per_call[len(per_call) // 2] * 1e3
             try:
                 import triton.testing
 
                 row["do_bench_ms"] = triton.testing.do_bench(lambda m=m: m(*inputs),
                                                              return_mode="median")
+                # With a synchronise first, each call starts on an idle device, as in the
+                # engine's per-call figure (do_bench still flushes L2 before each call).
+                row["do_bench_sync_ms"] = triton.testing.do_bench(
+                    lambda m=m: (torch.cuda.synchronize(), m(*inputs)), return_mode="median")
             except Exception as e:  # triton missing (CPU) or API change
                 row["do_bench_error"] = str(e)[:200]
             torch.cuda.synchronize()
