@@ -25,10 +25,18 @@ from dashboard import data, widgets  # noqa: E402
 
 st.set_page_config(page_title="Compile Lab", page_icon=":material/bolt:", layout="wide")
 
+
+
+def _home() -> None:
+    """``/`` opens the run history. A page marked default is served at ``/`` only, so its own
+    ``url_path`` would 404; a hidden redirecting home page keeps ``/runs?…`` a valid permalink."""
+    st.switch_page(widgets.PAGE_RUNS, query_params=st.query_params.to_dict())
+
+
 pages = [
+    st.Page(_home, title="Compile Lab", url_path="home", default=True, visibility="hidden"),
     st.Page(widgets.PAGE_NEW, title="New run", icon=":material/play_arrow:", url_path="new"),
-    st.Page(widgets.PAGE_RUNS, title="Runs", icon=":material/table_rows:", url_path="runs",
-            default=True),
+    st.Page(widgets.PAGE_RUNS, title="Runs", icon=":material/table_rows:", url_path="runs"),
     st.Page(widgets.PAGE_COMPARE, title="Run / compare", icon=":material/monitoring:",
             url_path="compare"),
     st.Page(widgets.PAGE_SWEEP, title="Sweep", icon=":material/show_chart:", url_path="sweep"),

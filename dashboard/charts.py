@@ -106,6 +106,22 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: st
     return fig
 
 
+def _log_axis(fig: go.Figure, axis: str, values) -> None:
+    """Log axis with readable ticks: 1-2-5 labels over a few decades, decades only beyond."""
+    v = pd.to_numeric(pd.Series(values), errors="coerce")
+    v = v[v > 0]
+    decades = math.log10(v.max() / v.min()) if len(v) else 0.0
+    ticks = {"dtick": "D2"} if decades < 3 else {"dtick": 1}
+    (fig.update_yaxes if axis == "y" else fig.update_xaxes)(type="log", **ticks)
+
+
+def empty_message(fig: go.Figure) -> str | None:
+    """The message of a figure drawn by ``empty_figure`` (None when it has data)."""
+    if len(fig.data) or not fig.layout.annotations:
+        return None
+    return fig.layout.annotations[0].text
+
+
 def empty_figure(title: str, message: str, x_title: str = "", y_title: str = "") -> go.Figure:
     """A titled figure with one centred message instead of data (keeps page layout stable)."""
     fig = go.Figure()
@@ -192,6 +208,8 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
         rc = recompiles.copy()
         rc["call_index"] = _col(rc, "call_index")
         rc = rc.dropna(subset=["call_index"])
+        if "dim_value" in rc.columns:  # sweep recompiles count calls at another shape
+            rc = rc[_col(rc, "dim_value").isna()]
         merged = rc.merge(df, on=["run_id", "variant", "call_index"], how="inner")
         if not merged.empty:
             reasons = merged["reason"].fillna("").astype(str).str.slice(0, 120)
@@ -201,7 +219,7 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
                 text=reasons,
                 hovertemplate="recompile at call %{x}<br>%{text}<extra></extra>",
             ))
-    fig.update_yaxes(type="log")
+    _log_axis(fig, "y", df["ms"])
     fig.update_xaxes(dtick=1)
     return _layout(fig, WARMUP_CURVE_TITLE, x_title, y_title, WARMUP_CURVE_SUB)
 
@@ -245,7 +263,7 @@ def latency_distribution(samples: pd.DataFrame, log_y: bool = False) -> go.Figur
         ))
     fig.update_xaxes(categoryorder="array", categoryarray=order)
     if log_y:
-        fig.update_yaxes(type="log")
+        _log_axis(fig, "y", df["ms"])
     return _layout(fig, LATENCY_TITLE, x_title, y_title, LATENCY_SUB, boxmode="group")
 
 
@@ -430,7 +448,8 @@ def kernels_per_call(variants: pd.DataFrame) -> go.Figure:
     df = _ok(variants)
     k = _col(df, "kernels_per_call")
     if df.empty or k.isna().all():
-        return empty_figure(KERNELS_TITLE, "No profiler pass recorded (profile was off?).",
+        return empty_figure(KERNELS_TITLE, "No kernel counts recorded (profiler pass off, or "
+                            "no device kernels on this device).",
                             x_title, y_title)
     df = df.assign(k=k)[k.notna()]
     labels = _labels(df)
@@ -503,7 +522,8 @@ def sweep_first_call(sweep_points: pd.DataFrame, dim: str = "swept dim") -> go.F
         return empty_figure(title, "This run has no sweep points.", x_title, y_title)
     df = _sweep_frame(sweep_points, "first_call_ms")
     fig = _sweep_lines(df, "first_call_ms", title, x_title, y_title, error_bars=False)
-    fig.update_yaxes(type="log")
+    if not df.empty:
+        _log_axis(fig, "y", df["first_call_ms"])
     return fig
 
 
@@ -517,8 +537,10 @@ def _sweep_lines(df, y, title, x_title, y_title, error_bars) -> go.Figure:
         label = f"#{run_id} {variant}" if multi else str(variant)
         err = None
         if error_bars and g["p10_ms"].notna().any():
+            # clip at zero: a p10 below 0 ms is a measuring glitch, not a time
+            low = (g[y] - g["p10_ms"]).clip(lower=0).fillna(0)
             err = {"type": "data", "array": (g["p90_ms"] - g[y]).clip(lower=0).fillna(0),
-                   "arrayminus": (g[y] - g["p10_ms"]).clip(lower=0).fillna(0), "visible": True}
+                   "arrayminus": low.where(low <= g[y], g[y]), "visible": True}
         fig.add_trace(go.Scatter(
             name=label, x=g["value"], y=g[y], mode="lines+markers", error_y=err,
             line={"color": variant_colour(variant), "dash": dashes.get(run_id, "solid")},
@@ -532,6 +554,10 @@ def _sweep_lines(df, y, title, x_title, y_title, error_bars) -> go.Figure:
             text=_labels(rec, multi),
             hovertemplate="%{text}: recompiled at %{x}<extra></extra>",
         ))
+    values = sorted(set(df["value"]))
+    if len(values) >= 3 and values[0] > 0 and values[-1] / values[0] >= 8:
+        # doubling sweeps (16, 32, 64, …) read best on a log axis labelled with the values
+        fig.update_xaxes(type="log", tickvals=values, ticktext=[f"{v:g}" for v in values])
     return _layout(fig, title, x_title, y_title, "✕ = the compiled model recompiled at this value")
 
 

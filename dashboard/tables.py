@@ -103,6 +103,32 @@ def failed_variants(variants: pd.DataFrame) -> pd.DataFrame:
     return df[cols].reset_index(drop=True)
 
 
+def compile_phases_table(variants: pd.DataFrame) -> pd.DataFrame:
+    """Compile-phase times (s) per compile variant, one column per phase torch reported."""
+    if variants is None or variants.empty or "compile_phases_s" not in variants.columns:
+        return pd.DataFrame(columns=["run_id", "variant"])
+    rows = []
+    for _, r in variants.iterrows():
+        phases = r["compile_phases_s"] if isinstance(r["compile_phases_s"], dict) else {}
+        numeric = {f"{k} (s)": float(v) for k, v in phases.items() if fmt.is_num(v)}
+        if numeric:
+            rows.append({"run_id": r["run_id"], "variant": r["variant"], **numeric})
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["run_id", "variant"])
+
+
+def cudagraph_skips_table(variants: pd.DataFrame) -> pd.DataFrame:
+    """Why CUDA graphs were skipped (reduce-overhead runs without them: no launch savings)."""
+    cols = ["run_id", "variant", "reason"]
+    if variants is None or variants.empty or "cudagraph_skips" not in variants.columns:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for _, r in variants.iterrows():
+        for skip in r["cudagraph_skips"] if isinstance(r["cudagraph_skips"], list) else []:
+            reason = skip.get("reason") if isinstance(skip, dict) else skip
+            rows.append({"run_id": r["run_id"], "variant": r["variant"], "reason": str(reason)})
+    return pd.DataFrame(rows, columns=cols)
+
+
 RUN_COLUMNS = ["run_id", "model", "dims_label", "dtype", "device", "gpu", "torch_version",
                "status", "best_speedup", "created_at", "tags"]
 

@@ -86,6 +86,14 @@ def verdict_for_run(variants: pd.DataFrame, run_id: int | None = None) -> Verdic
         if r.get("noisy") is True or r.get("noisy") == 1:
             warnings.append(f"{r['variant']} measurements are noisy (IQR > 10 % of median); "
                             "re-run on a quiet machine before trusting small differences.")
+    eager_own = _v(eager, "median_ms")
+    for _, r in compiled.iterrows():
+        paired = _v(r, "eager_median_ms")
+        if eager_own and paired and max(paired / eager_own, eager_own / paired) > 1.5:
+            warnings.append(
+                f"eager took {fmt.ms(paired)} per call in {r['variant']}'s process but "
+                f"{fmt.ms(eager_own)} in its own: the machine was disturbed while measuring; "
+                "compare with care and re-run.")
     candidates = []
     for _, r in compiled.iterrows():
         if r.get("correct") is False or r.get("correct") == 0:
@@ -97,8 +105,8 @@ def verdict_for_run(variants: pd.DataFrame, run_id: int | None = None) -> Verdic
 
     slower = []
     for r in candidates:
-        s = _v(r, "speedup")
-        if s is not None and s < 1.0:
+        s, hi = _v(r, "speedup"), _v(r, "speedup_ci_high")
+        if s is not None and s < 1.0 and (hi is None or hi < 1.0):
             slower.append(
                 f"{r['variant']} is slower than eager per call: {fmt.ms(_v(r, 'median_ms'))} vs "
                 f"{fmt.ms(_eager_ms(r, eager))} ({fmt.ratio(s)}, i.e. "
@@ -132,10 +140,11 @@ def _latency(candidates: list[pd.Series], eager: pd.Series) -> tuple[str, str]:
     lo = _v(best, "speedup_ci_low")
     figures = (f"{fmt.ms(_v(best, 'median_ms'))} per call vs {fmt.ms(_eager_ms(best, eager))} "
                f"eager ({fmt.ratio(s)}{_ci(best)})")
-    if s < 1.0:
+    hi = _v(best, "speedup_ci_high")
+    if s < 1.0 and (hi is None or hi < 1.0):
         return ("Ship eager — compiled is slower than eager here: every compiled variant takes "
                 f"longer per call. Best compiled is {best['variant']}: {figures}."), "eager"
-    if lo is not None and lo <= 1.0:
+    if (lo is not None and lo <= 1.0) or s < 1.0:
         return ("Ship eager — no compiled variant is measurably faster per call (the confidence "
                 f"interval includes 1.0). Best compiled is {best['variant']}: {figures}."), "eager"
     return f"Ship {best['variant']} — {figures}, {_pct(s)} less time per call.", best["variant"]

@@ -78,6 +78,22 @@ def permalink(page_path: str, **params) -> str:
     return f"{base}/{page_path}" + (f"?{query}" if query else "")
 
 
+# --------------------------------------------------------------------------- figures
+
+
+def show_figure(fig, key: str, where=None) -> None:
+    """Draw a figure; one without data becomes its title plus the reason (no blank canvas)."""
+    from dashboard.charts import empty_message
+
+    where = where or st
+    message = empty_message(fig)
+    if message is None:
+        where.plotly_chart(fig, key=key)
+    else:
+        where.markdown(f"**{fig.layout.title.text}**")
+        where.caption(message)
+
+
 # --------------------------------------------------------------------------- empty states
 
 
@@ -140,12 +156,14 @@ def _progress_body(run_id: int) -> str | None:
     if status in ACTIVE:
         phase = r.get("progress_phase") or status
         variant = r.get("progress_variant")
+        # The worker reports the fraction of the whole run; fall back to variants finished.
         frac = fmt.num(r.get("progress_fraction"))
-        label = f"{variant or '—'} · {phase}" + (f" · {frac:.0%}" if frac is not None else "")
+        if frac is None:
+            frac = len(finished) / len(planned) if planned else 0.0
+        text = f"{variant + ' · ' if variant else ''}{phase} · {frac:.0%} of the run"
         if planned:
-            st.progress(min(len(finished) / len(planned), 1.0),
-                        text=f"variants finished {len(finished)}/{len(planned)}")
-        st.progress(frac or 0.0, text=f"current: {label}")
+            text += f" · variants finished {len(finished)}/{len(planned)}"
+        st.progress(min(max(frac, 0.0), 1.0), text=text)
         if r.get("cancel_requested") is True:
             st.caption("Cancel requested: the worker stops at its next heartbeat.")
         elif st.button("Cancel run", key=f"cancel-{run_id}", icon=":material/error:"):

@@ -138,6 +138,7 @@ def run_pool(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # migrations are not news
     if args.gpus:
         return run_pool(args)
     from storage import open_database

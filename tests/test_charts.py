@@ -207,3 +207,13 @@ def test_tables(bert):
     assert rt.iloc[0]["tags"] == "nightly"
     env = tables.environment_rows(runs.iloc[0]["environment"])
     assert env.iloc[0]["key"] == "host"
+
+
+def test_compile_phases_and_cudagraph_skips_tables(bert):
+    phases = tables.compile_phases_table(bert["variants"])
+    assert {"dynamo (s)", "inductor (s)"} <= set(phases.columns)
+    v = bert["variants"].copy()
+    v["cudagraph_skips"] = [[], [], [{"reason": "mutated inputs"}], []]
+    skips = tables.cudagraph_skips_table(v)
+    assert list(skips["reason"]) == ["mutated inputs"]
+    assert list(skips["variant"]) == ["reduce-overhead"]

@@ -76,3 +76,25 @@ def test_verdict_ignores_other_runs():
     f = frames({1: bert_results(), 2: mlp_results()})
     assert verdict_for_run(f["variants"], 1).latency_choice == "reduce-overhead"
     assert verdict_for_run(f["variants"], 2).latency_choice == "eager"
+
+
+def test_slower_within_ci_is_a_tie_not_slower():
+    results = [
+        variant_result("eager", 1.0, 1.0, first_cold_s=0.002, first_warm_s=None),
+        variant_result("default", 1.0, 1.02, first_cold_s=3.0, first_warm_s=1.0),
+    ]
+    results[1]["stats"].update(speedup_ci_low=0.95, speedup_ci_high=3.6)
+    v = verdict_for_run(frames({1: results})["variants"], 1)
+    assert v.latency_choice == "eager"
+    assert "no compiled variant is measurably faster" in v.latency
+    assert "compiled is slower" not in v.latency
+    assert v.slower_than_eager == []
+
+
+def test_disturbed_paired_eager_is_flagged():
+    results = [
+        variant_result("eager", 0.064, 0.064, first_cold_s=0.002, first_warm_s=None),
+        variant_result("default", 13.5, 12.4, first_cold_s=0.17, first_warm_s=0.15),
+    ]
+    v = verdict_for_run(frames({1: results})["variants"], 1)
+    assert any("machine was disturbed" in w for w in v.warnings)

@@ -75,28 +75,29 @@ figure_list = charts.compare_figures(d)
 figures = dict(figure_list)
 st.header("Speedup and break-even", anchor="speedup")
 c1, c2 = st.columns(2)
-c1.plotly_chart(figures["speedup"], key="fig-speedup")
-c2.plotly_chart(figures["break_even"], key="fig-break-even")
+widgets.show_figure(figures["speedup"], "fig-speedup", c1)
+widgets.show_figure(figures["break_even"], "fig-break-even", c2)
 st.header("Warm-up", anchor="warm-up")
 c1, c2 = st.columns(2)
-c1.plotly_chart(figures["warmup_cost"], key="fig-warmup-cost")
-c2.plotly_chart(figures["warmup_curve"], key="fig-warmup-curve")
+widgets.show_figure(figures["warmup_cost"], "fig-warmup-cost", c1)
+widgets.show_figure(figures["warmup_curve"], "fig-warmup-curve", c2)
 st.header("Steady state", anchor="steady-state")
 log_y = st.toggle("Log scale", key="latency-log", value=runs["model"].nunique() > 1)
-st.plotly_chart(charts.latency_distribution(d["samples"], log_y=log_y), key="fig-latency")
+widgets.show_figure(charts.latency_distribution(d["samples"], log_y=log_y),
+                    "fig-latency")
 st.header("Memory and kernels", anchor="resources")
 c1, c2, c3 = st.columns(3)
-c1.plotly_chart(figures["peak_memory"], key="fig-memory")
-c2.plotly_chart(figures["kernels_per_call"], key="fig-kernels")
-c3.plotly_chart(figures["device_busy"], key="fig-busy")
+widgets.show_figure(figures["peak_memory"], "fig-memory", c1)
+widgets.show_figure(figures["kernels_per_call"], "fig-kernels", c2)
+widgets.show_figure(figures["device_busy"], "fig-busy", c3)
 
 sweeps = d.get("sweep_points")
 if sweeps is not None and not sweeps.empty:
     st.header("Sweep", anchor="sweep")
     dim = ", ".join(sorted(set(runs["sweep_dim"].dropna().astype(str)))) or "swept dim"
     c1, c2 = st.columns(2)
-    c1.plotly_chart(charts.sweep_latency(sweeps, dim), key="fig-sweep")
-    c2.plotly_chart(charts.sweep_first_call(sweeps, dim), key="fig-sweep-first")
+    widgets.show_figure(charts.sweep_latency(sweeps, dim), "fig-sweep", c1)
+    widgets.show_figure(charts.sweep_first_call(sweeps, dim), "fig-sweep-first", c2)
 
 # ---------------------------------------------------------------- tables
 st.header("Variants", anchor="variants")
@@ -117,6 +118,14 @@ if rc.empty:
     st.caption("No recompiles.")
 else:
     st.dataframe(rc, hide_index=True, key="recompiles")
+skips = tables.cudagraph_skips_table(variants)
+if not skips.empty:
+    st.markdown("**CUDA graphs skipped** (these calls run without graph replay)")
+    st.dataframe(skips, hide_index=True, key="cudagraph-skips")
+phases = tables.compile_phases_table(variants)
+if not phases.empty:
+    st.markdown("**Compile phases** (seconds, as torch reports them)")
+    st.dataframe(phases, hide_index=True, key="compile-phases")
 
 failed = tables.failed_variants(variants)
 if not failed.empty:

@@ -45,8 +45,8 @@ if points.empty:
 for dim, group in runs.groupby(runs["sweep_dim"].fillna("swept dim")):
     ids = set(group["run_id"].astype(int))
     pts = points[points["run_id"].astype(int).isin(ids)]
-    st.plotly_chart(charts.sweep_latency(pts, str(dim)), key=f"sweep-latency-{dim}")
-    st.plotly_chart(charts.sweep_first_call(pts, str(dim)), key=f"sweep-first-{dim}")
+    widgets.show_figure(charts.sweep_latency(pts, str(dim)), f"sweep-latency-{dim}")
+    widgets.show_figure(charts.sweep_first_call(pts, str(dim)), f"sweep-first-{dim}")
 
 st.subheader("Recompiles")
 rc = tables.recompiles_table(d["recompiles"])
