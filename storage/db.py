@@ -1,0 +1,253 @@
+"""Opening the database: URL resolution, engine set-up, and Alembic upgrade on open.
+
+This is the only module that knows which database it is talking to. SQLite (one machine) and
+PostgreSQL (a team) get the same schema and the same behaviour; the differences are confined to
+the engine set-up here and to the queue's claim statement in ``storage.queue``.
+
+SQLite notes, because they decide whether several processes can share one file:
+
+* WAL journal: readers never block the writer and the writer never blocks readers.
+* ``busy_timeout``: a second writer waits (up to 30 s) for the lock instead of failing at once.
+* The driver's own implicit transactions are switched off and we emit ``BEGIN`` ourselves.
+  Write sessions start with ``BEGIN IMMEDIATE``, which takes the write lock up front *through the
+  busy handler*. A deferred transaction that reads first and writes later cannot wait: when
+  another process committed in between, SQLite answers "database is locked" at once.
+* Foreign keys are off by default in SQLite; they are switched on for every connection.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+DEFAULT_URL = "sqlite:///compilelab.db"
+ENV_VAR = "COMPILELAB_DB"
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_S = 30.0
+
+# Execution option that marks a connection whose transactions will write (see module docstring).
+_WRITE_OPTION = "compilelab_write"
+# Arbitrary constant key for the PostgreSQL advisory lock that serialises concurrent migrations.
+_PG_MIGRATION_LOCK_KEY = 0x436F6D70  # "Comp"
+
+
+class SchemaError(RuntimeError):
+    """The database's schema cannot be used by this version of Compile Lab."""
+
+
+def resolve_url(url: str | None = None) -> URL:
+    """Pick the database URL: the argument, else ``$COMPILELAB_DB``, else ``compilelab.db`` here.
+
+    ``postgresql://`` and ``postgres://`` URLs without a driver get psycopg 3, the driver the
+    project ships with (SQLAlchemy's own default would be psycopg2).
+    """
+    raw = url or os.environ.get(ENV_VAR) or DEFAULT_URL
+    if raw.startswith("postgres://"):
+        raw = "postgresql://" + raw[len("postgres://") :]
+    parsed = make_url(raw)
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def _is_sqlite_memory(url: URL) -> bool:
+    return url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
+
+
+def _install_sqlite_listeners(engine: Engine) -> None:
+    """Per-connection pragmas and explicit BEGINs (the reasons are in the module docstring)."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Hand transaction control to SQLAlchemy's "begin" event below.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            # busy_timeout first, so that switching to WAL on a brand-new file also waits.
+            cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        if conn.get_execution_options().get(_WRITE_OPTION):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+
+def create_db_engine(url: URL) -> Engine:
+    """An Engine configured for Compile Lab's use of ``url``'s dialect (no migration)."""
+    if url.get_backend_name() == "sqlite":
+        kwargs: dict[str, Any] = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+        if _is_sqlite_memory(url):
+            # One shared connection, otherwise every connection would see its own empty DB.
+            kwargs["poolclass"] = StaticPool
+            kwargs["connect_args"]["check_same_thread"] = False
+        elif url.database:
+            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, **kwargs)
+        _install_sqlite_listeners(engine)
+        return engine
+    # pool_pre_ping: workers live for days and the server may restart under them.
+    return create_engine(url, pool_pre_ping=True)
+
+
+def alembic_config(url: URL | str | None = None, connection: Connection | None = None) -> Config:
+    """Alembic configuration built in code (no alembic.ini): script location plus URL.
+
+    With ``connection``, migrations run on that connection inside its open transaction.
+    """
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
+    if url is not None:
+        rendered = url if isinstance(url, str) else url.render_as_string(hide_password=False)
+        cfg.set_main_option("sqlalchemy.url", rendered.replace("%", "%%"))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    """The newest migration revision shipped with this code."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "storage/migrations/versions has no revision"
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision the database is at (None for an empty database)."""
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def _check_known(revision: str | None, script: ScriptDirectory) -> None:
+    if revision is None:
+        return
+    known = {rev.revision for rev in script.walk_revisions()}
+    if revision not in known:
+        raise SchemaError(
+            f"the database is at schema revision {revision!r}, which this version of Compile Lab "
+            f"does not know (newest known: {script.get_current_head()!r}); it was probably "
+            "migrated by a newer Compile Lab: upgrade this checkout"
+        )
+
+
+def upgrade_schema(engine: Engine, attempts: int = 5) -> None:
+    """Bring the schema to head; safe when several processes open a new database at once.
+
+    The migration runs in one transaction that first takes the database's own lock (SQLite:
+    ``BEGIN IMMEDIATE``; PostgreSQL: a transaction-scoped advisory lock). A second process waits
+    on that lock, then reads the version table *inside* the locked transaction, finds the schema
+    at head and does nothing. Opening an up-to-date database only reads the version table.
+
+    SQLite can still answer "database is locked" without waiting in a few corners (a file
+    being switched to WAL by another process at that instant); those are retried.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            _upgrade_once(engine)
+            return
+        except OperationalError as exc:
+            transient = engine.dialect.name == "sqlite" and (
+                "locked" in str(exc) or "busy" in str(exc)
+            )
+            if not transient or attempt == attempts:
+                raise
+            time.sleep(0.2 * attempt)
+
+
+def _upgrade_once(engine: Engine) -> None:
+    script = ScriptDirectory.from_config(alembic_config())
+    revision = current_revision(engine)
+    _check_known(revision, script)
+    if revision == script.get_current_head():
+        return
+    with engine.connect() as conn:
+        conn = conn.execution_options(**{_WRITE_OPTION: True})
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK_KEY}
+                )
+            # Re-read under the lock: another process may have migrated while we waited.
+            _check_known(MigrationContext.configure(conn).get_current_revision(), script)
+            command.upgrade(alembic_config(engine.url, connection=conn), "head")
+
+
+class Database:
+    """A migrated database: an Engine plus sessions with the right transaction semantics.
+
+    Create one per process (engines and their pools must not cross ``fork``).
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._read_sessions = sessionmaker(bind=engine, expire_on_commit=False)
+        self._write_sessions = sessionmaker(
+            bind=engine.execution_options(**{_WRITE_OPTION: True}), expire_on_commit=False
+        )
+
+    @property
+    def dialect(self) -> str:
+        """The dialect name, e.g. ``"sqlite"`` or ``"postgresql"`` (for storage's own use)."""
+        return self.engine.dialect.name
+
+    @property
+    def url(self) -> str:
+        """The URL with any password masked, fit for logs and the dashboard's footer."""
+        return self.engine.url.render_as_string(hide_password=True)
+
+    @contextmanager
+    def session(self, *, write: bool = False) -> Iterator[Session]:
+        """A Session that commits when the block ends normally and rolls back on an exception.
+
+        Pass ``write=True`` when the block will write: on SQLite the transaction then takes the
+        write lock before its first read, so it waits for other writers instead of failing.
+        """
+        factory = self._write_sessions if write else self._read_sessions
+        with factory() as session:
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    def dispose(self) -> None:
+        """Close pooled connections (call before a process exits or forks)."""
+        self.engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"Database({self.url!r})"
+
+
+def open_database(url: str | None = None) -> Database:
+    """Open (creating if needed) and migrate the Compile Lab database at ``url``.
+
+    The URL comes from the argument, else ``$COMPILELAB_DB``, else ``sqlite:///compilelab.db``
+    in the current directory.
+    """
+    engine = create_db_engine(resolve_url(url))
+    try:
+        upgrade_schema(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return Database(engine)

@@ -1,0 +1,31 @@
+"""Typed SQLAlchemy entities, one per file; importing this package registers them all."""
+
+from storage.models.base import (
+    FAILURE_KINDS,
+    FINAL_RUN_STATUSES,
+    RUN_STATUSES,
+    VARIANT_STATUSES,
+    Base,
+    utcnow,
+)
+from storage.models.graph_break import GraphBreak
+from storage.models.recompile import Recompile
+from storage.models.run import Run
+from storage.models.run_tag import RunTag
+from storage.models.sweep_point import SweepPoint
+from storage.models.variant_result import VariantResult
+
+__all__ = [
+    "FAILURE_KINDS",
+    "FINAL_RUN_STATUSES",
+    "RUN_STATUSES",
+    "VARIANT_STATUSES",
+    "Base",
+    "GraphBreak",
+    "Recompile",
+    "Run",
+    "RunTag",
+    "SweepPoint",
+    "VariantResult",
+    "utcnow",
+]

@@ -1,0 +1,332 @@
+"""The run queue: the ``runs`` table, claimed and kept alive by workers.
+
+Life of a run::
+
+    enqueue_run -> queued -> claim_next_run / claim_run -> running -> finish_run -> done
+                     |  ^                                   |  |                   failed
+    request_cancel   |  +- requeue_run, recover_stale_runs -+  |                   cancelled
+                     v                                         +- request_cancel: the flag
+                 cancelled                                        cancel_requested; heartbeat
+                                                                  answers False, the worker
+                                                                  stops and finishes the run
+
+Claims rely on the database's own locking, never on a home-made lock: PostgreSQL takes the
+oldest queued row with ``SELECT ... FOR UPDATE SKIP LOCKED`` (workers never wait on each other);
+SQLite does it in one conditional ``UPDATE ... RETURNING`` inside a ``BEGIN IMMEDIATE``
+transaction (SQLite has a single writer, so the statement is atomic by construction).
+
+Every timestamp comes from ``utcnow()`` (Python, aware UTC) so staleness is computed against the
+same clock that wrote the heartbeats, whatever the database's own clock or time zone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+
+from storage.db import Database
+from storage.models import FINAL_RUN_STATUSES, Run, RunTag, utcnow
+from storage.results import (
+    RunNotFound,
+    apply_environment,
+    json_safe,
+    normalize_tags,
+    require_run,
+)
+
+# A run lost by its worker is re-queued while it has been claimed fewer times than this.
+MAX_ATTEMPTS = 2
+WORKER_LOST_ERROR = "worker lost"
+
+_NO_SYNC = {"synchronize_session": False}
+
+__all__ = [
+    "MAX_ATTEMPTS",
+    "WORKER_LOST_ERROR",
+    "RunNotFound",
+    "claim_next_run",
+    "claim_run",
+    "enqueue_run",
+    "finish_run",
+    "heartbeat",
+    "recover_stale_runs",
+    "request_cancel",
+    "requeue_run",
+]
+
+
+def _dims_of(spec: Mapping[str, Any]) -> dict[str, Any]:
+    dims = spec.get("dims") or {}
+    if not isinstance(dims, Mapping):
+        raise ValueError(f"spec['dims'] must be an object, got {type(dims).__name__}")
+    return dict(dims)
+
+
+def enqueue_run(
+    db: Database, spec: Mapping[str, Any], *, tags: Iterable[str] = (), note: str = ""
+) -> int:
+    """Queue a RunSpec (stored verbatim) and return the new run's id.
+
+    ``model``, ``dims``, ``dtype`` and ``device`` are copied out of the spec into columns so the
+    runs page can filter on them without parsing JSON.
+    """
+    if not isinstance(spec, Mapping):
+        raise TypeError(f"spec must be a dict, got {type(spec).__name__}")
+    model = spec.get("model")
+    if not isinstance(model, str) or not model:
+        raise ValueError("spec['model'] must be a non-empty string")
+    run = Run(
+        created_at=utcnow(),
+        status="queued",
+        model=model,
+        dims=_dims_of(spec),
+        dtype=str(spec.get("dtype") or "float32"),
+        device=str(spec.get("device") or "cpu"),
+        spec=json_safe(dict(spec)),
+        note=note or "",
+        attempts=0,
+        cancel_requested=False,
+        progress_phase="queued",
+    )
+    run.tags = [RunTag(tag=tag) for tag in normalize_tags(tags)]
+    with db.session(write=True) as session:
+        session.add(run)
+        session.flush()
+        return run.id
+
+
+def _claim_values(worker_id: str) -> dict[str, Any]:
+    now = utcnow()
+    return {
+        "status": "running",
+        "worker_id": worker_id,
+        "started_at": now,
+        "heartbeat_at": now,
+        "attempts": Run.attempts + 1,
+        "progress_variant": None,
+        "progress_phase": None,
+        "progress_fraction": None,
+    }
+
+
+def _oldest_queued() -> Any:
+    return select(Run.id).where(Run.status == "queued").order_by(Run.created_at, Run.id).limit(1)
+
+
+def claim_next_run(db: Database, worker_id: str) -> tuple[int, dict[str, Any]] | None:
+    """Atomically take the oldest queued run for ``worker_id``: ``(run_id, spec)`` or None.
+
+    Each queued run is handed to exactly one caller, however many workers (processes, hosts)
+    call this at once.
+    """
+    with db.session(write=True) as session:
+        if db.dialect == "sqlite":
+            # Single writer + one statement: choosing and taking the run cannot interleave with
+            # another claim. The status check in the outer WHERE is belt and braces.
+            stmt = (
+                update(Run)
+                .where(Run.id == _oldest_queued().scalar_subquery(), Run.status == "queued")
+                .values(_claim_values(worker_id))
+                .returning(Run.id, Run.spec)
+                .execution_options(**_NO_SYNC)
+            )
+            row = session.execute(stmt).one_or_none()
+        else:
+            # Rows locked by another claimer are skipped rather than waited for.
+            run_id = session.scalar(_oldest_queued().with_for_update(skip_locked=True))
+            if run_id is None:
+                return None
+            stmt = (
+                update(Run)
+                .where(Run.id == run_id)
+                .values(_claim_values(worker_id))
+                .returning(Run.id, Run.spec)
+                .execution_options(**_NO_SYNC)
+            )
+            row = session.execute(stmt).one()
+    if row is None:
+        return None
+    return int(row[0]), dict(row[1])
+
+
+def claim_run(db: Database, run_id: int, worker_id: str) -> dict[str, Any] | None:
+    """Claim one specific queued run (the CLI runs the run it just enqueued): its spec or None.
+
+    None when the run is no longer queued (a worker took it first, or it was cancelled).
+    """
+    with db.session(write=True) as session:
+        stmt = (
+            update(Run)
+            .where(Run.id == run_id, Run.status == "queued")
+            .values(_claim_values(worker_id))
+            .returning(Run.spec)
+            .execution_options(**_NO_SYNC)
+        )
+        spec = session.execute(stmt).scalar_one_or_none()
+    return None if spec is None else dict(spec)
+
+
+def heartbeat(
+    db: Database,
+    run_id: int,
+    worker_id: str,
+    variant: str | None = None,
+    phase: str | None = None,
+    fraction: float | None = None,
+) -> bool:
+    """Mark ``worker_id`` alive on ``run_id`` and record progress; False means "stop now".
+
+    Progress fields given as None are left as they are (a keep-alive thread can beat without
+    knowing the progress). Returns False when a cancel was requested, and also when the run is
+    no longer this worker's (it was re-queued as stale and maybe claimed by another worker, or
+    finished): either way the worker must stop working on it.
+    """
+    values: dict[str, Any] = {"heartbeat_at": utcnow()}
+    if variant is not None:
+        values["progress_variant"] = variant
+    if phase is not None:
+        values["progress_phase"] = phase
+    if fraction is not None:
+        values["progress_fraction"] = min(max(float(fraction), 0.0), 1.0)
+    with db.session(write=True) as session:
+        stmt = (
+            update(Run)
+            .where(Run.id == run_id, Run.status == "running", Run.worker_id == worker_id)
+            .values(values)
+            .returning(Run.cancel_requested)
+            .execution_options(**_NO_SYNC)
+        )
+        cancel_requested = session.execute(stmt).scalar_one_or_none()
+    return cancel_requested is False
+
+
+def finish_run(
+    db: Database,
+    run_id: int,
+    status: str,
+    error: str | None = None,
+    environment: Mapping[str, Any] | None = None,
+    *,
+    worker_id: str | None = None,
+) -> bool:
+    """End a queued or running run as ``done``, ``failed`` or ``cancelled``; True if it did.
+
+    With ``worker_id``, only a run still owned by that worker is finished, so a worker that lost
+    its run to stale recovery cannot overwrite the new owner's state. Returns False when the run
+    had already finished (for instance cancelled while still queued).
+    """
+    if status not in FINAL_RUN_STATUSES:
+        raise ValueError(f"status must be one of {FINAL_RUN_STATUSES}, got {status!r}")
+    with db.session(write=True) as session:
+        conditions = [Run.id == run_id, Run.status.in_(("queued", "running"))]
+        if worker_id is not None:
+            conditions.append(Run.worker_id == worker_id)
+        # FOR UPDATE: a concurrent request_cancel must not slip between this read and the write.
+        run = session.scalars(select(Run).where(*conditions).with_for_update()).one_or_none()
+        if run is None:
+            require_run(session, run_id)
+            return False
+        run.status = status
+        run.finished_at = utcnow()
+        run.error = error
+        if environment is not None:
+            apply_environment(run, environment)
+        return True
+
+
+def request_cancel(db: Database, run_id: int) -> str:
+    """Cancel a run: queued runs end at once, running ones are flagged for their worker.
+
+    Returns the run's status afterwards (``"cancelled"`` for a queued run, ``"running"`` for a
+    running run whose worker will stop at its next heartbeat, or the unchanged final status).
+    """
+    now = utcnow()
+    with db.session(write=True) as session:
+        cancelled = session.execute(
+            update(Run)
+            .where(Run.id == run_id, Run.status == "queued")
+            .values(status="cancelled", finished_at=now, progress_phase=None)
+            .returning(Run.id)
+            .execution_options(**_NO_SYNC)
+        ).scalar_one_or_none()
+        if cancelled is not None:
+            return "cancelled"
+        session.execute(
+            update(Run)
+            .where(Run.id == run_id, Run.status == "running")
+            .values(cancel_requested=True)
+            .execution_options(**_NO_SYNC)
+        )
+        return require_run(session, run_id).status
+
+
+def requeue_run(db: Database, run_id: int, worker_id: str) -> bool:
+    """Give a running run back to the queue (a worker shutting down cleanly); True if it did.
+
+    A clean hand-back is not a failed attempt, so the claim it made is not counted. A run whose
+    cancel was already requested is cancelled instead of re-queued.
+    """
+    with db.session(write=True) as session:
+        run = session.scalars(
+            select(Run)
+            .where(Run.id == run_id, Run.status == "running", Run.worker_id == worker_id)
+            .with_for_update()
+        ).one_or_none()
+        if run is None:
+            return False
+        if run.cancel_requested:
+            _end_cancelled(run)
+        else:
+            _back_to_queue(run)
+            run.attempts = max(run.attempts - 1, 0)
+        return True
+
+
+def recover_stale_runs(db: Database, stale_after_s: float) -> list[int]:
+    """Deal with running runs whose worker stopped beating ``stale_after_s`` ago or more.
+
+    A run claimed fewer than ``MAX_ATTEMPTS`` times goes back to the queue; otherwise it fails
+    with "worker lost" (a run that keeps killing its worker must not loop forever). A stale run
+    whose cancel had been requested ends as cancelled. Returns the ids of the runs changed.
+    Safe to call from every worker at once.
+    """
+    cutoff = utcnow() - timedelta(seconds=stale_after_s)
+    # Rows another recoverer is already handling are skipped (SQLite has no row locks; its
+    # BEGIN IMMEDIATE already serialises recoverers).
+    stale = (
+        select(Run)
+        .where(Run.status == "running", Run.heartbeat_at < cutoff)
+        .order_by(Run.id)
+        .with_for_update(skip_locked=True)
+    )
+    changed: list[int] = []
+    with db.session(write=True) as session:
+        for run in session.scalars(stale):
+            if run.cancel_requested:
+                _end_cancelled(run)
+            elif run.attempts >= MAX_ATTEMPTS:
+                run.status = "failed"
+                run.error = WORKER_LOST_ERROR
+                run.finished_at = utcnow()
+            else:
+                _back_to_queue(run)
+            changed.append(run.id)
+    return changed
+
+
+def _back_to_queue(run: Run) -> None:
+    run.status = "queued"
+    run.worker_id = None
+    run.started_at = None
+    run.heartbeat_at = None
+    run.progress_variant = None
+    run.progress_phase = "queued"
+    run.progress_fraction = None
+
+
+def _end_cancelled(run: Run) -> None:
+    run.status = "cancelled"
+    run.finished_at = utcnow()

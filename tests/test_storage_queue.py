@@ -1,0 +1,192 @@
+"""The run queue: enqueue/claim order, heartbeat and cancel, stale recovery, requeue."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import update
+
+from storage.db import Database, open_database
+from storage.models import Run, utcnow
+from storage.queries import list_runs
+from storage.queue import (
+    WORKER_LOST_ERROR,
+    RunNotFound,
+    claim_next_run,
+    claim_run,
+    enqueue_run,
+    finish_run,
+    heartbeat,
+    recover_stale_runs,
+    request_cancel,
+    requeue_run,
+)
+from tests.test_storage_support import BACKENDS, ENVIRONMENT, backend_url, run_spec
+
+
+@pytest.fixture(params=BACKENDS)
+def db(request: pytest.FixtureRequest, tmp_path: Path):
+    with backend_url(request.param, tmp_path) as url:
+        database = open_database(url)
+        yield database
+        database.dispose()
+
+
+def _run(db: Database, run_id: int) -> Run:
+    with db.session() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        return run
+
+
+def _age_heartbeat(db: Database, run_id: int, seconds: float) -> None:
+    with db.session(write=True) as session:
+        session.execute(
+            update(Run)
+            .where(Run.id == run_id)
+            .values(heartbeat_at=utcnow() - timedelta(seconds=seconds))
+        )
+
+
+def test_enqueue_stores_spec_and_filter_columns(db):
+    spec = run_spec(model="bert", dims={"batch": 8, "seq": 128}, dtype="bfloat16")
+    run_id = enqueue_run(db, spec, tags=["baseline", " baseline ", "pr-12"], note="first")
+    run = _run(db, run_id)
+    assert (run.status, run.model, run.dims, run.dtype, run.device) == (
+        "queued",
+        "bert",
+        {"batch": 8, "seq": 128},
+        "bfloat16",
+        "cuda",
+    )
+    assert run.spec == spec
+    assert run.note == "first"
+    assert run.created_at.tzinfo is not None
+    assert run.progress_phase == "queued"
+    assert list_runs(db)["tags"].iloc[0] == ["baseline", "pr-12"]
+
+
+def test_enqueue_rejects_spec_without_model(db):
+    with pytest.raises(ValueError, match="model"):
+        enqueue_run(db, {"dims": {}})
+
+
+def test_claims_oldest_first_and_each_run_once(db):
+    ids = [enqueue_run(db, run_spec(seed=i)) for i in range(3)]
+    claimed = [claim_next_run(db, "worker-a") for _ in range(3)]
+    assert [c[0] for c in claimed] == ids
+    assert [c[1]["seed"] for c in claimed] == [0, 1, 2]
+    assert claim_next_run(db, "worker-a") is None
+    run = _run(db, ids[0])
+    assert (run.status, run.worker_id, run.attempts) == ("running", "worker-a", 1)
+    assert run.started_at is not None and run.heartbeat_at is not None
+
+
+def test_claim_run_takes_one_specific_queued_run(db):
+    first, second = enqueue_run(db, run_spec()), enqueue_run(db, run_spec(seed=7))
+    assert claim_run(db, second, "cli-1") == run_spec(seed=7)
+    assert claim_run(db, second, "cli-2") is None  # already taken
+    assert claim_next_run(db, "worker")[0] == first
+
+
+def test_heartbeat_records_progress_and_answers_cancel(db):
+    run_id = enqueue_run(db, run_spec())
+    claim_next_run(db, "w1")
+    assert heartbeat(db, run_id, "w1", variant="default", phase="compiling", fraction=0.25)
+    # A bare keep-alive beat keeps the last known progress.
+    assert heartbeat(db, run_id, "w1")
+    run = _run(db, run_id)
+    assert (run.progress_variant, run.progress_phase, run.progress_fraction) == (
+        "default",
+        "compiling",
+        0.25,
+    )
+    assert request_cancel(db, run_id) == "running"
+    assert _run(db, run_id).cancel_requested
+    assert heartbeat(db, run_id, "w1", phase="measuring") is False
+    assert finish_run(db, run_id, "cancelled", error="cancelled by the user", worker_id="w1")
+    run = _run(db, run_id)
+    assert (run.status, run.error) == ("cancelled", "cancelled by the user")
+    assert run.finished_at is not None
+
+
+def test_heartbeat_from_a_worker_that_lost_the_run_is_refused(db):
+    run_id = enqueue_run(db, run_spec())
+    claim_next_run(db, "w1")
+    assert heartbeat(db, run_id, "someone-else") is False
+    assert heartbeat(db, 999_999, "w1") is False
+
+
+def test_cancel_of_queued_run_is_immediate(db):
+    run_id = enqueue_run(db, run_spec())
+    assert request_cancel(db, run_id) == "cancelled"
+    assert claim_next_run(db, "w1") is None
+    assert _run(db, run_id).finished_at is not None
+    # Cancelling again, or finishing a cancelled run, changes nothing.
+    assert request_cancel(db, run_id) == "cancelled"
+    assert finish_run(db, run_id, "done") is False
+    with pytest.raises(RunNotFound):
+        request_cancel(db, 424242)
+
+
+def test_finish_run_sets_environment_and_denormalised_columns(db):
+    run_id = enqueue_run(db, run_spec())
+    claim_next_run(db, "w1")
+    assert finish_run(db, run_id, "done", environment=ENVIRONMENT, worker_id="w1")
+    run = _run(db, run_id)
+    assert (run.status, run.gpu, run.torch_version) == ("done", "NVIDIA H200", "2.11.0+cu128")
+    assert run.environment == ENVIRONMENT
+    with pytest.raises(ValueError, match="status"):
+        finish_run(db, run_id, "running")
+
+
+def test_finish_run_by_a_worker_that_lost_the_run_is_ignored(db):
+    run_id = enqueue_run(db, run_spec())
+    claim_next_run(db, "w1")
+    assert finish_run(db, run_id, "done", worker_id="w2") is False
+    assert _run(db, run_id).status == "running"
+
+
+def test_stale_run_is_requeued_once_then_fails_as_worker_lost(db):
+    run_id = enqueue_run(db, run_spec())
+    assert claim_next_run(db, "w1")[0] == run_id
+    assert recover_stale_runs(db, 60) == []  # heartbeat is fresh
+    _age_heartbeat(db, run_id, 120)
+    assert recover_stale_runs(db, 60) == [run_id]
+    run = _run(db, run_id)
+    assert (run.status, run.worker_id, run.attempts, run.heartbeat_at) == ("queued", None, 1, None)
+    # The old worker wakes up: it no longer owns the run.
+    assert heartbeat(db, run_id, "w1") is False
+
+    assert claim_next_run(db, "w2")[0] == run_id
+    assert _run(db, run_id).attempts == 2
+    _age_heartbeat(db, run_id, 120)
+    assert recover_stale_runs(db, 60) == [run_id]
+    run = _run(db, run_id)
+    assert (run.status, run.error) == ("failed", WORKER_LOST_ERROR)
+    assert run.finished_at is not None
+    assert claim_next_run(db, "w3") is None
+
+
+def test_stale_run_with_a_pending_cancel_ends_cancelled(db):
+    run_id = enqueue_run(db, run_spec())
+    claim_next_run(db, "w1")
+    request_cancel(db, run_id)
+    _age_heartbeat(db, run_id, 120)
+    assert recover_stale_runs(db, 60) == [run_id]
+    assert _run(db, run_id).status == "cancelled"
+
+
+def test_requeue_run_hands_the_run_back_without_counting_an_attempt(db):
+    first = enqueue_run(db, run_spec())
+    second = enqueue_run(db, run_spec())
+    assert claim_next_run(db, "w1")[0] == first
+    assert requeue_run(db, first, "w2") is False  # not w2's run
+    assert requeue_run(db, first, "w1") is True
+    run = _run(db, first)
+    assert (run.status, run.attempts, run.worker_id) == ("queued", 0, None)
+    # A re-queued run keeps its place: it is still the oldest.
+    assert claim_next_run(db, "w2")[0] == first
+    assert claim_next_run(db, "w2")[0] == second
