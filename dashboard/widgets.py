@@ -233,6 +233,7 @@ def bundle_download(run_ids: Sequence[int], key: str) -> None:
     st.download_button(
         f"Export {len(ids)} run(s) as JSON bundle", data=lambda: bundle_bytes(ids),
         file_name=name, mime="application/json", key=key, icon=":material/inventory_2:",
+        on_click="ignore",
         help="Everything needed to re-open these runs elsewhere (Runs page → Import bundle).")
 
 

@@ -105,7 +105,8 @@ vt = tables.variants_table(variants, runs)
 st.dataframe(vt, hide_index=True, key="variants-table")
 st.download_button("Download figures as CSV", vt.to_csv(index=False),
                    file_name=f"compilelab-variants-{'-'.join(map(str, picked[:8]))}.csv",
-                   mime="text/csv", icon=":material/download:", key="csv")
+                   mime="text/csv", icon=":material/download:", key="csv",
+                   on_click="ignore")
 
 st.header("Graph breaks and recompiles", anchor="graph-breaks")
 gb = tables.graph_breaks_table(d["graph_breaks"])
@@ -161,7 +162,8 @@ with s2:
     if sweeps is not None and not sweeps.empty:
         ordered += [charts.sweep_latency(sweeps), charts.sweep_first_call(sweeps)]
     st.download_button(
-        "Download HTML report", key="html-report", icon=":material/description:", mime="text/html",
+        "Download HTML report", key="html-report", on_click="ignore",
+        icon=":material/description:", mime="text/html",
         file_name=f"compilelab-report-{'-'.join(map(str, picked[:8]))}.html",
         data=lambda: report.build_report(
             runs, variants, [("", f) for f in ordered], verdicts,

@@ -55,6 +55,7 @@ if rc.empty:
 else:
     st.dataframe(rc, hide_index=True, key="sweep-recompiles")
 st.download_button("Download sweep points as CSV", points.to_csv(index=False),
-                   file_name="compilelab-sweep.csv", mime="text/csv", key="sweep-csv")
+                   file_name="compilelab-sweep.csv", mime="text/csv", key="sweep-csv",
+                   on_click="ignore")
 st.page_link(widgets.PAGE_COMPARE, label="Open these runs in Run / compare",
              icon=":material/monitoring:", query_params={"runs": ",".join(map(str, picked))})
