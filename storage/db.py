@@ -188,7 +188,7 @@ def _upgrade_once(engine: Engine) -> None:
                 )
             # Re-read under the lock: another process may have migrated while we waited.
             _check_known(MigrationContext.configure(conn).get_current_revision(), script)
-            command.upgrade(alembic_config(engine.url, connection=conn), "head")
+            command.upgrade(alembic_config(connection=conn), "head")
 
 
 class Database:

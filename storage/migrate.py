@@ -8,10 +8,13 @@ database at head) and to inspect a database (``current``).
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 from alembic import command
+from alembic.config import Config
 
 from storage.db import (
     alembic_config,
@@ -21,6 +24,20 @@ from storage.db import (
     open_database,
     resolve_url,
 )
+
+
+def _with_ruff_hooks(cfg: Config) -> Config:
+    """Lint-fix and format a new revision with the project's ruff, when it is installed."""
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff:
+        cfg.set_section_option("post_write_hooks", "hooks", "ruff_fix, ruff_format")
+        for hook, options in (("ruff_fix", "check --fix -q"), ("ruff_format", "format -q")):
+            cfg.set_section_option("post_write_hooks", f"{hook}.type", "exec")
+            cfg.set_section_option("post_write_hooks", f"{hook}.executable", ruff)
+            cfg.set_section_option(
+                "post_write_hooks", f"{hook}.options", f"{options} REVISION_SCRIPT_FILENAME"
+            )
+    return cfg
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,7 +63,10 @@ def main(argv: list[str] | None = None) -> None:
             open_database(url).dispose()
             rev_id = args.rev_id or f"{int(head_revision()) + 1:04d}"
             command.revision(
-                alembic_config(url), message=args.message, autogenerate=True, rev_id=rev_id
+                _with_ruff_hooks(alembic_config(url)),
+                message=args.message,
+                autogenerate=True,
+                rev_id=rev_id,
             )
 
 
