@@ -110,9 +110,15 @@ def _log_axis(fig: go.Figure, axis: str, values) -> None:
     """Log axis with readable ticks: 1-2-5 labels over a few decades, decades only beyond."""
     v = pd.to_numeric(pd.Series(values), errors="coerce")
     v = v[v > 0]
-    decades = math.log10(v.max() / v.min()) if len(v) else 0.0
-    ticks = {"dtick": "D2"} if decades < 3 else {"dtick": 1}
-    (fig.update_yaxes if axis == "y" else fig.update_xaxes)(type="log", **ticks)
+    update = fig.update_yaxes if axis == "y" else fig.update_xaxes
+    if v.empty:
+        update(type="log")
+        return
+    lo, hi = math.floor(math.log10(v.min())), math.ceil(math.log10(v.max()))
+    steps = (1, 2, 5) if hi - lo <= 3 else (1,)
+    ticks = [m * 10.0**k for k in range(lo, hi + 1) for m in steps
+             if v.min() / 2.5 <= m * 10.0**k <= v.max() * 2.5]
+    update(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
 
 
 def empty_message(fig: go.Figure) -> str | None:
@@ -555,7 +561,7 @@ def _sweep_lines(df, y, title, x_title, y_title, error_bars) -> go.Figure:
             hovertemplate="%{text}: recompiled at %{x}<extra></extra>",
         ))
     values = sorted(set(df["value"]))
-    if len(values) >= 3 and values[0] > 0 and values[-1] / values[0] >= 8:
+    if len(values) >= 3 and values[0] > 0 and values[-1] / values[0] >= 4:
         # doubling sweeps (16, 32, 64, …) read best on a log axis labelled with the values
         fig.update_xaxes(type="log", tickvals=values, ticktext=[f"{v:g}" for v in values])
     return _layout(fig, title, x_title, y_title, "✕ = the compiled model recompiled at this value")

@@ -60,8 +60,8 @@ def clear_caches() -> None:
 # --------------------------------------------------------------------------- catalogue
 
 
-@st.cache_resource(show_spinner="Loading the model catalogue…")
-def _catalogue(plugin_dir: str | None) -> list[ModelChoice]:
+@st.cache_resource(show_spinner="Loading the model catalogue…", ttl=60)
+def _catalogue(plugin_dir: str | None) -> list[ModelChoice]:  # ttl: new plugin files show up
     return load_catalogue()
 
 

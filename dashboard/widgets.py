@@ -164,11 +164,14 @@ def _progress_body(run_id: int) -> str | None:
         if planned:
             text += f" · variants finished {len(finished)}/{len(planned)}"
         st.progress(min(max(frac, 0.0), 1.0), text=text)
-        if r.get("cancel_requested") is True:
-            st.caption("Cancel requested: the worker stops at its next heartbeat.")
-        elif st.button("Cancel run", key=f"cancel-{run_id}", icon=":material/error:"):
-            after = data.request_cancel(run_id)
-            st.toast(f"Run #{run_id}: cancel requested ({after}).")
+        # storage's runs frame has no cancel flag (yet): remember our own request.
+        asked = r.get("cancel_requested") is True or st.session_state.get(f"cancel-asked-{run_id}")
+        if asked:
+            st.caption("Cancel requested: the worker stops the current variant at its next "
+                       "heartbeat; variants already finished are kept.")
+        else:
+            st.button("Cancel run", key=f"cancel-{run_id}", icon=":material/error:",
+                      on_click=_cancel, args=(run_id,))
         if status == "queued":
             worker_banner()
     else:
@@ -180,6 +183,13 @@ def _progress_body(run_id: int) -> str | None:
         st.caption(" · ".join(
             f"{v}: {s}" for v, s in zip(variants["variant"], variants["status"], strict=True)))
     return status
+
+
+def _cancel(run_id: int) -> None:
+    """Button callback: runs before the rerun, so the page already shows the request."""
+    after = data.request_cancel(run_id)
+    st.session_state[f"cancel-asked-{run_id}"] = True
+    st.toast(f"Run #{run_id}: cancel requested ({after}).")
 
 
 @st.fragment(run_every=1)

@@ -245,6 +245,10 @@ def test_compare_shows_running_run_progress(db):
     no_exceptions(at)
     bars = [str(p.proto.text) for p in at.get("progress")]
     assert bars == ["default · compiling · 25% of the run · variants finished 1/4"]
+    button(at, "Cancel run").click().run()
+    no_exceptions(at)
+    assert "Cancel requested" in texts(at.caption)
+    assert queue.heartbeat(db, run_id, "w") is False  # the worker is told to stop
 
 
 # --------------------------------------------------------------------------- sweep page
@@ -294,3 +298,21 @@ def test_import_exported_bundle_round_trip(db):
     at = _import(app("runs"), "runs.json", payload)
     assert "Imported 1 run(s)" in texts(at.success)
     assert len(queries.list_runs(db)) == 2
+
+
+def test_new_run_lists_operator_plugin_models(db, tmp_path, monkeypatch):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "tiny.py").write_text(
+        'DESCRIPTION = "A tiny operator model."\n'
+        'DIMS = {"batch": (4, 1, 64, True), "width": (16, 8, 128)}\n'
+        "def factory(batch, width):\n    raise NotImplementedError\n")
+    monkeypatch.setenv("COMPILELAB_PLUGIN_DIR", str(plugins))
+    at = app("new_run", model="plugin:tiny")
+    no_exceptions(at)
+    picker = at.selectbox(key="model")
+    assert picker.value == "plugin:tiny"
+    assert picker.format_func("plugin:tiny") == "plugin:tiny — A tiny operator model. " \
+                                                "(operator plugin)"
+    assert {n.label for n in at.number_input} >= {"batch", "width"}
+    assert at.selectbox(key="sweep-dim-plugin:tiny").options == ["(no sweep)", "batch"]
