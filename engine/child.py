@@ -252,6 +252,11 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             src = rounds["variant" if is_eager else "eager"]
             res["eager_samples_ms"], res["eager_pipelined_ms"] = src["per_call"], src["pipelined"]
             res["wall_ms_per_call"] = statistics.median(res["samples_ms"])
+            if run.get("cross_check"):
+                from engine.crosscheck import cross_check
+
+                progress("measuring", 0.8, force=True)
+                res["cross_check"] = cross_check(fns, device.startswith("cuda"))
 
             if sweep:
                 res["sweep"] = [_sweep_point(sweep["values"][0], rounds, recompiled=False,
@@ -297,7 +302,8 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
 
 def _sweep_point(value: int, rounds: dict, *, recompiled: bool, first_ms: float) -> dict:
     per_call = rounds["variant"]["per_call"]
-    q = statistics.quantiles(per_call, n=10) if len(per_call) >= 2 else [per_call[0]] * 9
+    # inclusive: with few samples the default method extrapolates past the data (even below 0)
+    q = statistics.quantiles(per_call, n=10, method="inclusive") if len(per_call) >= 2 else [per_call[0]] * 9
     eager = rounds.get("eager", rounds["variant"])["per_call"]
     return {"value": value, "first_call_ms": first_ms, "median_ms": statistics.median(per_call),
             "p10_ms": q[0], "p90_ms": q[-1], "n": len(per_call), "recompiled": recompiled,

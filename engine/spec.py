@@ -32,6 +32,8 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "profile": True,
     "warm_cache": True,
+    # Also time with torch.utils.benchmark and triton's do_bench in the same child (slower).
+    "cross_check": False,
 }
 
 
@@ -111,6 +113,7 @@ def normalise(raw: dict[str, Any], *, check_device: bool = False,
     if spec["dynamic"] not in (None, True, False):
         raise SpecError("dynamic must be None, True or False", "dynamic")
     spec["fullgraph"] = bool(spec["fullgraph"])
+    spec["cross_check"] = bool(spec["cross_check"])
     _num(spec, "warmup_calls", 3, 1000, integer=True)
     _num(spec, "min_samples", 3, 100000, integer=True)
     _num(spec, "min_time_s", 0, 3600)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from engine.execute import execute_run  # noqa: E402
 from engine.report import format_run  # noqa: E402
 from engine.spec import normalise  # noqa: E402
-from storage import open_database, queries, queue  # noqa: E402
+from storage import export_bundle, open_database, queries, queue  # noqa: E402
 
 CONFIGS = [
     ("mlp", {"batch": 32, "hidden": 1024}, None,
@@ -54,6 +55,10 @@ DESIGN = {"mlp": {"eager": 0.064, "default": 0.177, "reduce-overhead": 0.097,
           "pointwise_chain": {"eager": 0.363, "default": 0.084, "reduce-overhead": 0.213}}
 
 
+def _pct(a: float | None, b: float | None) -> str:
+    return f"{(a / b - 1) * 100:+.1f}" if a and b else "-"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--db", default=os.environ.get("COMPILELAB_DB"))
@@ -70,7 +75,8 @@ def main() -> int:
         if args.only and model not in args.only.split(","):
             continue
         spec = normalise({"model": model, "dims": dims, "sweep": sweep, "dtype": dtype,
-                          "device": args.device, "variants": variants}, check_device=True)
+                          "device": args.device, "variants": variants,
+                          "cross_check": model in ("mlp", "pointwise_chain")}, check_device=True)
         run_ids[model] = queue.enqueue_run(db, spec, tags=["acceptance", "h200"])
         if args.no_worker:
             queue.claim_run(db, run_ids[model], "acceptance")
@@ -98,6 +104,27 @@ def main() -> int:
     for run_id in run_ids.values():
         print()
         print(format_run(db, run_id))
+
+    print("\n== in-process cross-check (same child, right after the engine's rounds) ==")
+    print(f"{'model':16s} {'variant':16s} {'fn':8s} {'engine per-call':>15s} {'do_bench+sync':>13s}"
+          f" {'d%':>6s} {'timeit(1)':>9s} {'d%':>6s} {'engine pipelined':>16s} {'Timer blocked':>13s}"
+          f" {'d%':>6s} {'do_bench raw':>12s}")
+    for model, run_id in run_ids.items():
+        for v in export_bundle(db, [run_id])["runs"][0]["variants"]:
+            cc = (v.get("extra") or {}).get("cross_check")
+            if not cc:
+                continue
+            engine = {"variant": (v["samples_ms"], v["pipelined_ms"]),
+                      "eager": (v["eager_samples_ms"], v["eager_pipelined_ms"])}
+            for fn, row in cc.items():
+                pc, pl = (statistics.median(x) for x in engine[fn])
+                name = v["variant"] if fn == "variant" else "eager"
+                print(f"{model:16s} {v['variant']:16s} {name[:8]:8s} {pc:15.4f} "
+                      f"{row.get('do_bench_sync_ms', float('nan')):13.4f} "
+                      f"{_pct(pc, row.get('do_bench_sync_ms')):>6s} {row['timer_per_call_ms']:9.4f} "
+                      f"{_pct(pc, row['timer_per_call_ms']):>6s} {pl:16.4f} "
+                      f"{row['timer_blocked_ms']:13.4f} {_pct(pl, row['timer_blocked_ms']):>6s} "
+                      f"{row.get('do_bench_ms', float('nan')):12.4f}")
 
     print("\n== engine vs references (ms per call, medians; d% = engine vs reference) ==")
     print("per-call: engine CUDA events, idle device before each call | refs: Timer.timeit(1), "

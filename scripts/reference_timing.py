@@ -41,7 +41,8 @@ def main() -> None:
             for _ in range(20):  # compile and warm up outside every timer
                 m(*inputs)
             torch.cuda.synchronize()
-            t = Timer("m(*inputs)", globals={"m": m, "inputs": inputs})
+            t = Timer("m(*inputs)", globals={"m": m, "inputs": inputs},
+                      num_threads=torch.get_num_threads())
             blocked = t.blocked_autorange(min_run_time=2.0)
             row = {"timer_blocked_ms": blocked.median * 1e3}
             # Timer.timeit(number=1): one call between two synchronises, host clock: per-call.
