@@ -144,7 +144,11 @@ def steady_rounds(
 
 def environment(device: str) -> dict[str, Any]:
     """The device half of the fingerprint (the runner adds host, OS, CPU, python, commit)."""
-    env: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda}
+    env: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda,
+                           # whether the host has a GPU at all, also for CPU runs, so the
+                           # dashboard can say "no GPU found" from history alone
+                           "cuda_available": torch.cuda.is_available(),
+                           "host_gpu_count": torch.cuda.device_count()}
     try:
         import triton
 
