@@ -5,13 +5,18 @@ validates every field (types, known keys, allowed statuses, sizes) before writin
 writes all runs in one transaction, so a bad bundle leaves the database untouched. Imported runs
 keep their timestamps, environment, tags and notes; they get new ids in this database.
 
-Format (version 1)::
+Format (version 2)::
 
-    {"format": "compilelab-bundle", "version": 1, "exported_at": "<ISO 8601 UTC>",
+    {"format": "compilelab-bundle", "version": 2, "exported_at": "<ISO 8601 UTC>",
      "runs": [{"source_id": 12, "created_at": "...", "started_at": "...", "finished_at": "...",
                "status": "done", "model": "mlp", "dims": {...}, "dtype": "float32",
                "device": "cuda", "spec": {...}, "error": null, "note": "", "environment": {...},
                "tags": ["baseline"], "variants": [<VariantResult JSON, plus "extra">, ...]}]}
+
+Versions: 2 added ``eager_median_ms`` to the sweep points (``variants[].sweep[]``). Version 1
+bundles (without it) still import, with the field missing (null). The version is bumped for any
+addition because ``import_bundle`` refuses unknown keys: an older Compile Lab then says "version
+2 is not supported" instead of pointing at a key it has never heard of.
 """
 
 from __future__ import annotations
@@ -54,7 +59,10 @@ from storage.results import (
 )
 
 BUNDLE_FORMAT = "compilelab-bundle"
-BUNDLE_VERSION = 1
+BUNDLE_VERSION = 2  # what export_bundle writes
+# What import_bundle reads. The field lists are shared: a version 1 bundle is a version 2 bundle
+# without sweep[].eager_median_ms, and every field of a VariantResult is optional on import.
+READABLE_VERSIONS: tuple[int, ...] = (1, 2)
 
 # Limits that no genuine bundle comes near; they bound what a hostile one can make us do.
 MAX_BUNDLE_BYTES = 512 * 1024 * 1024
@@ -424,17 +432,19 @@ def _check_run(value: Any, path: str, budget: _Budget) -> None:
 
 
 def validate_bundle(bundle: Any) -> dict[str, Any]:
-    """Check a parsed bundle against format version 1; returns it, or raises ``BundleError``."""
+    """Check a parsed bundle (any of ``READABLE_VERSIONS``); returns it, or ``BundleError``."""
     top = _check_keys(bundle, "bundle", _TOP_KEYS, ("format", "version", "runs"))
     if top["format"] != BUNDLE_FORMAT:
         raise _fail("bundle.format", f"expected {BUNDLE_FORMAT!r}, got {top['format']!r}")
     version = top["version"]
     if isinstance(version, bool) or not isinstance(version, int):
         raise _fail("bundle.version", f"expected an integer, got {_type_name(version)}")
-    if version != BUNDLE_VERSION:
+    if version not in READABLE_VERSIONS:
+        readable = ", ".join(str(v) for v in READABLE_VERSIONS)
         raise _fail(
             "bundle.version",
-            f"version {version} is not supported (this Compile Lab reads version {BUNDLE_VERSION})",
+            f"version {version} is not supported (this Compile Lab reads versions {readable}); "
+            "a newer version comes from a newer Compile Lab: upgrade this checkout",
         )
     _check_time(top.get("exported_at"), "bundle.exported_at")
     runs = top["runs"]

@@ -46,6 +46,7 @@ RUN_COLUMNS: list[str] = [
     "progress_variant",
     "progress_phase",
     "progress_fraction",
+    "cancel_requested",
     "heartbeat_at",
     "environment",
     "spec",
@@ -104,6 +105,7 @@ SWEEP_COLUMNS = [
     "p90_ms",
     "n",
     "recompiled",
+    "eager_median_ms",
 ]
 WARMUP_COLUMNS = ["run_id", "variant", "call_index", "ms"]
 SAMPLE_COLUMNS = ["run_id", "variant", "kind", "round_index", "ms"]
@@ -190,6 +192,7 @@ _RUN_SELECT_COLUMNS = (
     Run.progress_variant,
     Run.progress_phase,
     Run.progress_fraction,
+    Run.cancel_requested,
     Run.heartbeat_at,
     Run.environment,
     Run.spec,

@@ -90,6 +90,7 @@ SWEEP_FIELDS: dict[str, str] = {
     "p90_ms": "float",
     "n": "int",
     "recompiled": "bool",
+    "eager_median_ms": "float",  # paired eager median at this value (schema revision 0002)
 }
 # Child lists of a VariantResult: JSON key -> (entity, its fields).
 CHILDREN: dict[str, tuple[type, dict[str, str]]] = {

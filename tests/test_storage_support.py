@@ -158,6 +158,7 @@ _COMPILED = {
             "p90_ms": 0.099,
             "n": 30,
             "recompiled": False,
+            "eager_median_ms": 0.064,
         },
         {
             "value": 64,
@@ -167,6 +168,7 @@ _COMPILED = {
             "p90_ms": 0.125,
             "n": 30,
             "recompiled": True,
+            "eager_median_ms": 0.083,
         },
     ],
     "stats": {

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 
 class SweepPoint(Base):
-    """Timings of one sweep value: its first call (compile or recompile) and steady state."""
+    """Timings of one sweep value: its first call (compile or recompile), steady state, and the
+    paired eager median at the same value."""
 
     __tablename__ = "sweep_points"
 
@@ -30,5 +31,7 @@ class SweepPoint(Base):
     p90_ms: Mapped[float | None] = mapped_column(Float)
     n: Mapped[int | None] = mapped_column(Integer)
     recompiled: Mapped[bool | None] = mapped_column(Boolean)
+    # Eager's median at this value, from the same interleaved rounds (migration 0002).
+    eager_median_ms: Mapped[float | None] = mapped_column(Float)
 
     variant_result: Mapped[VariantResult] = relationship(back_populates="sweep_points")
