@@ -175,8 +175,8 @@ def run_variants(
             if variant == "eager" and result.get("status") == "ok":
                 # Call 2 of the eager child: like the compiled first call (which follows the eager
                 # reference), it comes after CUDA/cuBLAS start-up, which both would pay.
-                warm = result.get("warmup_ms") or []
-                eager_first_ms = warm[1] if len(warm) > 1 else (warm or [None])[0]
+                curve = result.get("warmup_ms") or []
+                eager_first_ms = curve[1] if len(curve) > 1 else (curve or [None])[0]
             result = stats.add_stats(result, eager_first_call_ms=eager_first_ms)
             results.append(result)
             on_result(result)

@@ -106,6 +106,8 @@ ENVIRONMENT: dict[str, Any] = {
     "gpu": "NVIDIA H200",
     "gpu_count": 1,
     "driver": "570.124.06",
+    "cuda_available": True,
+    "host_gpu_count": 1,
 }
 
 _COMPILED = {
