@@ -15,6 +15,7 @@ from storage.bundle import (
     BUNDLE_FORMAT,
     BUNDLE_VERSION,
     MAX_SERIES_LENGTH,
+    READABLE_VERSIONS,
     BundleError,
     export_bundle,
     import_bundle,
@@ -102,11 +103,52 @@ def test_export_is_json_and_roundtrips_through_another_database(db, target, bund
     # Timestamps and environment are the originals', not the import's.
     assert imported["runs"]["created_at"].tolist() == original["runs"]["created_at"].tolist()
     assert imported["runs"]["environment"].iloc[0] == ENVIRONMENT
+    # The paired eager median of every sweep point travels with the bundle.
+    sweep = bundle["runs"][0]["variants"][1]["sweep"]
+    assert [point["eager_median_ms"] for point in sweep] == [0.064, 0.083]
+    assert imported["sweep_points"]["eager_median_ms"].tolist() == [0.064, 0.083] * 2
     # And a re-export is the same bundle, up to ids and the export time.
     again = export_bundle(target, new_ids)
     for run in (*again["runs"], *bundle["runs"]):
         run.pop("source_id")
     assert again["runs"] == bundle["runs"]
+
+
+def _as_version_1(bundle: dict[str, Any]) -> dict[str, Any]:
+    """The bundle as Compile Lab wrote it before sweep points had eager_median_ms."""
+    old = copy.deepcopy(bundle)
+    old["version"] = 1
+    for run in old["runs"]:
+        for variant in run["variants"]:
+            for point in variant.get("sweep") or []:
+                del point["eager_median_ms"]
+    return old
+
+
+def test_version_1_bundles_still_import(target, bundle):
+    assert BUNDLE_VERSION == 2 and READABLE_VERSIONS == (1, 2)
+    new_ids = import_bundle(target, json.dumps(_as_version_1(bundle)))
+    frames = load_runs(target, new_ids)
+    sweep = frames["sweep_points"]
+    assert len(sweep) == 4 and sweep["eager_median_ms"].isna().all()
+    assert sweep["median_ms"].tolist() == [0.097, 0.121] * 2
+    # Re-exported, they are version 2 bundles whose sweep points say "no paired value".
+    again = export_bundle(target, new_ids)
+    assert again["version"] == 2
+    assert again["runs"][0]["variants"][1]["sweep"][0]["eager_median_ms"] is None
+
+
+SHIPPED_BUNDLE = Path(__file__).resolve().parent.parent / "data" / "h200_bundle.json"
+
+
+@pytest.mark.skipif(not SHIPPED_BUNDLE.exists(), reason="data/h200_bundle.json not present")
+def test_the_shipped_h200_bundle_imports(target):
+    text = SHIPPED_BUNDLE.read_text()
+    assert json.loads(text)["version"] == 1
+    new_ids = import_bundle(target, text)
+    frames = load_runs(target, new_ids)
+    assert len(frames["runs"]) == len(new_ids) > 0
+    assert not frames["sweep_points"].empty
 
 
 def test_import_of_a_dict_and_of_bytes(target, bundle):
@@ -201,6 +243,13 @@ BAD_BUNDLES = [
     ("graph break bad line", _set("runs.0.variants.1.graph_breaks.0.line", "42"), "line"),
     ("graph break unknown key", _set("runs.0.variants.1.graph_breaks.0.x", 1), "unknown keys"),
     ("sweep not a list", _set("runs.0.variants.1.sweep", 5), "sweep"),
+    (
+        "sweep eager median as text",
+        _set("runs.0.variants.1.sweep.0.eager_median_ms", "0.06"),
+        "sweep[0].eager_median_ms: expected a number",
+    ),
+    ("sweep unknown key", _set("runs.0.variants.1.sweep.0.eager_p90_ms", 0.1), "unknown keys"),
+    ("version 0", _set("version", 0), "not supported"),
     ("phase not a number", _set("runs.0.variants.1.compile_phases_s.dynamo", "fast"), "dynamo"),
     ("extra not an object", _set("runs.0.variants.1.extra", [1]), "extra"),
 ]

@@ -8,21 +8,34 @@ import sys
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect, text
+from sqlalchemy import Engine, MetaData, func, insert, inspect, select, text
 
 from storage.db import (
     DEFAULT_URL,
     ENV_VAR,
+    Database,
     SchemaError,
+    alembic_config,
+    create_db_engine,
     current_revision,
     head_revision,
     open_database,
     resolve_url,
 )
 from storage.models import Base
-from tests.test_storage_support import BACKENDS, backend_url
+from storage.queries import load_runs
+from storage.queue import claim_next_run, enqueue_run, finish_run
+from storage.results import build_variant_result, save_variant_result, set_tags
+from tests.test_storage_support import (
+    BACKENDS,
+    ENVIRONMENT,
+    backend_url,
+    run_spec,
+    variant_result,
+)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -69,7 +82,9 @@ def test_migrates_empty_database_to_head(storage_url):
             "sweep_points",
             "alembic_version",
         } <= tables
-        # The hand-written initial revision and the models describe the same schema.
+        columns = {c["name"] for c in inspect(db.engine).get_columns("sweep_points")}
+        assert "eager_median_ms" in columns  # revision 0002
+        # The hand-written revisions and the models describe the same schema.
         with db.engine.connect() as conn:
             context = MigrationContext.configure(conn, opts={"compare_type": True})
             assert compare_metadata(context, Base.metadata) == []
@@ -78,6 +93,112 @@ def test_migrates_empty_database_to_head(storage_url):
         assert current_revision(db.engine) == head_revision()
     finally:
         db.dispose()
+
+
+def _migrate(engine: Engine, revision: str, *, down: bool = False) -> None:
+    """Move the schema to ``revision`` in one transaction, as storage.db does for head."""
+    with engine.begin() as conn:
+        cfg = alembic_config(connection=conn)
+        (command.downgrade if down else command.upgrade)(cfg, revision)
+
+
+def _fill_at_0001(engine: Engine) -> tuple[int, dict]:
+    """A finished run with results, written into a database still at revision 0001.
+
+    Runs, tags and the queue are unchanged since 0001, so the storage API writes them; the
+    variant and its children go in through Core on the *reflected* 0001 tables, with the
+    columns 0001 had (today's entities would insert sweep_points.eager_median_ms).
+    """
+    db = Database(engine)  # no upgrade: Database() only wraps the engine
+    run_id = enqueue_run(db, run_spec(sweep={"dim": "batch", "values": [32, 64]}), note="old")
+    claim_next_run(db, "w")
+    set_tags(db, run_id, ["before-0002"])
+    result = variant_result("reduce-overhead")
+    entity = build_variant_result(result)
+    old = MetaData()
+    with engine.begin() as conn:
+        old.reflect(conn)
+        assert "eager_median_ms" not in old.tables["sweep_points"].c  # really at 0001
+        variants = old.tables["variant_results"]
+        values = {c.key: getattr(entity, c.key) for c in variants.c if c.key not in ("id",)}
+        variant_id = conn.execute(
+            insert(variants).values({**values, "run_id": run_id})
+        ).inserted_primary_key[0]
+        for table, key in (
+            ("graph_breaks", "graph_breaks"),
+            ("recompiles", "recompiles"),
+            ("sweep_points", "sweep"),
+        ):
+            columns = old.tables[table].c
+            for position, item in enumerate(result[key]):
+                row = {k: v for k, v in item.items() if k in columns}
+                row.update(variant_result_id=variant_id, position=position)
+                conn.execute(insert(old.tables[table]).values(row))
+    finish_run(db, run_id, "done", environment=ENVIRONMENT)
+    return run_id, result
+
+
+def test_upgrade_from_0001_keeps_the_data(storage_url):
+    engine = create_db_engine(resolve_url(storage_url))
+    try:
+        _migrate(engine, "0001")
+        assert current_revision(engine) == "0001"
+        run_id, result = _fill_at_0001(engine)
+    finally:
+        engine.dispose()
+
+    db = open_database(storage_url)  # upgrades 0001 -> head
+    try:
+        assert current_revision(db.engine) == head_revision()
+        frames = load_runs(db, [run_id])
+        run = frames["runs"].iloc[0]
+        assert (run["status"], run["note"], run["tags"]) == ("done", "old", ["before-0002"])
+        assert run["environment"] == ENVIRONMENT and run["cancel_requested"] is False
+        row = frames["variants"].iloc[0]
+        assert (row["variant"], row["median_ms"], row["speedup"]) == (
+            "reduce-overhead",
+            0.097,
+            0.66,
+        )
+        assert frames["samples"]["ms"].size == sum(
+            len(result[k])
+            for k in ("samples_ms", "pipelined_ms", "eager_samples_ms", "eager_pipelined_ms")
+        )
+        assert len(frames["graph_breaks"]) == 2 and len(frames["recompiles"]) == 1
+        sweep = frames["sweep_points"]
+        old_columns = ["value", "first_call_ms", "median_ms", "p10_ms", "p90_ms", "n", "recompiled"]
+        assert sweep[old_columns].to_dict("records") == [
+            {k: point[k] for k in old_columns} for point in result["sweep"]
+        ]
+        assert sweep["eager_median_ms"].isna().all()  # 0001 never stored it
+
+        # New results of the same run keep the paired eager median.
+        save_variant_result(db, run_id, variant_result("reduce-overhead"))
+        sweep = load_runs(db, [run_id])["sweep_points"]
+        assert sweep["eager_median_ms"].tolist() == [0.064, 0.083]
+    finally:
+        db.dispose()
+
+
+def test_downgrade_to_0001_drops_only_the_new_column(storage_url):
+    db = open_database(storage_url)
+    run_id = enqueue_run(db, run_spec())
+    claim_next_run(db, "w")
+    save_variant_result(db, run_id, variant_result("reduce-overhead"))
+    db.dispose()
+    engine = create_db_engine(resolve_url(storage_url))
+    try:
+        _migrate(engine, "0001", down=True)
+        assert current_revision(engine) == "0001"
+        columns = {c["name"] for c in inspect(engine).get_columns("sweep_points")}
+        assert "eager_median_ms" not in columns and "median_ms" in columns
+        with engine.connect() as conn:
+            medians = conn.execute(text("SELECT median_ms FROM sweep_points ORDER BY position"))
+            assert [m for (m,) in medians] == [0.097, 0.121]
+            assert conn.execute(select(func.count()).select_from(text("variant_results"))).scalar()
+    finally:
+        engine.dispose()
+    open_database(storage_url).dispose()  # and back up to head
 
 
 def test_runs_page_filters_are_indexed(tmp_path):

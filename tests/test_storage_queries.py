@@ -13,7 +13,7 @@ from sqlalchemy import insert, update
 from storage.db import Database, open_database
 from storage.models import Run, RunTag, VariantResult, utcnow
 from storage.queries import RUN_COLUMNS, list_runs, load_runs
-from storage.queue import claim_next_run, enqueue_run, finish_run
+from storage.queue import claim_next_run, enqueue_run, finish_run, request_cancel
 from storage.results import build_variant_result, save_variant_result, set_environment, set_tags
 from tests.test_storage_support import (
     BACKENDS,
@@ -121,6 +121,25 @@ def test_filters(db):
     assert ids(limit=2) == [c, b]
     empty = list_runs(db, model="nothing")
     assert list(empty.columns) == RUN_COLUMNS and empty.empty
+
+
+def test_cancel_requested_is_a_column_every_viewer_sees(db):
+    running = enqueue_run(db, run_spec())
+    calm = enqueue_run(db, run_spec())
+    assert claim_next_run(db, "w")[0] == running
+    assert request_cancel(db, running) == "running"
+    runs = list_runs(db).set_index("run_id")
+    assert runs.loc[running, "status"] == "running"
+    assert runs.loc[running, "cancel_requested"] is True  # a Python bool: `is True` works
+    assert runs.loc[calm, "cancel_requested"] is False
+    loaded = load_runs(db, [running, calm])["runs"]
+    assert loaded["cancel_requested"].tolist() == [True, False]
+    assert loaded["cancel_requested"].dtype == object
+    # The worker then finishes the run as cancelled; the flag stays as history.
+    assert finish_run(db, running, "cancelled", worker_id="w")
+    runs = list_runs(db).set_index("run_id")
+    assert runs.loc[running, "status"] == "cancelled"
+    assert runs.loc[running, "cancel_requested"] is True
 
 
 def test_load_runs_keeps_the_requested_order_and_skips_unknown_ids(db):
