@@ -101,6 +101,9 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: st
                 "x": 0, "xanchor": "left"},
         margin={"t": 80, "l": 60, "r": 20},
         height=480,
+        # Plotly shrinks a bar's label to fit the bar; in a narrow column with many bars that
+        # gave unreadable 4-px labels. Below 10 px hide them: the hover still has the value.
+        uniformtext={"minsize": 10, "mode": "hide"},
         **kw,
     )
     return fig
@@ -195,6 +198,7 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
     multi = _multi_run(df)
     dashes = _dash_for_runs(df)
     fig = go.Figure()
+    notes = 0
     for (run_id, variant), g in df.groupby(["run_id", "variant"], sort=False):
         label = f"#{run_id} {variant}" if multi else str(variant)
         fig.add_trace(go.Scatter(
@@ -208,8 +212,10 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
                 fig.add_annotation(
                     x=2, y=math.log10(max(float(call2["ms"].iloc[0]), 1e-9)),
                     text=f"{label}: call 2 records CUDA graphs", showarrow=True, arrowhead=2,
-                    ax=40, ay=-30, font={"size": 11},
+                    ax=40 + 10 * notes, ay=-30 - 24 * notes, font={"size": 11},
+                    bgcolor="rgba(255,255,255,0.8)",
                 )
+                notes += 1  # several runs: one note above the other, not on top of it
     if recompiles is not None and not recompiles.empty and "call_index" in recompiles.columns:
         rc = recompiles.copy()
         rc["call_index"] = _col(rc, "call_index")
@@ -311,7 +317,8 @@ def speedup(variants: pd.DataFrame) -> go.Figure:
             hovertemplate="%{x}<br>%{y:.2f}× eager<br>%{customdata}<extra>" + name + "</extra>",
         ))
     fig.add_hline(y=1.0, line_dash="dash", line_color="#000000", line_width=1.5,
-                  annotation_text="eager = 1.0×", annotation_position="top right")
+                  annotation_text="eager = 1.0×", annotation_position="top right",
+                  annotation_bgcolor="rgba(255,255,255,0.8)")
     fig.update_xaxes(categoryorder="array", categoryarray=list(df["label"]))
     return _layout(fig, SPEEDUP_TITLE, x_title, y_title, SPEEDUP_SUB)
 
@@ -378,48 +385,58 @@ def break_even(variants: pd.DataFrame, max_calls: float | None = None) -> go.Fig
               for i, rid in enumerate(sorted({r["run_id"] for r in rows}))}
     fig = go.Figure()
     seen_eager = set()
-    for i, r in enumerate(rows):
+    crossings = 0
+    all_y = []
+    for r in rows:
         rid = r["run_id"]
         if rid not in seen_eager:
             seen_eager.add(rid)
             label = f"#{rid} eager" if multi else "eager"
+            y = r["eager_first_s"] + (n - 1) * r["eager_median_ms"] / 1000
+            all_y.append(y)
             fig.add_trace(go.Scatter(
-                name=label, x=n, y=r["eager_first_s"] + (n - 1) * r["eager_median_ms"] / 1000,
+                name=label, x=n, y=y,
                 mode="lines", line={"color": EAGER, "dash": dashes[rid], "width": 3},
                 hovertemplate="%{x:,.0f} calls<br>%{y:.4g} s<extra>" + label + "</extra>",
             ))
         label = f"#{rid} {r['variant']}" if multi else str(r["variant"])
         y = r["first_s"] + (n - 1) * r["median_ms"] / 1000
+        all_y.append(y)
+        be = r["break_even_calls"]
+        # A variant that never pays off says so in its legend entry: arrows to the right-hand
+        # ends of several such lines pile up on each other (seen with four H200 modes).
+        name = label if be is not None else f"{label} — never breaks even (slower per call)"
         fig.add_trace(go.Scatter(
-            name=label, x=n, y=y, mode="lines",
+            name=name, x=n, y=y, mode="lines",
             line={"color": variant_colour(r["variant"]), "dash": dashes[rid]},
             hovertemplate="%{x:,.0f} calls<br>%{y:.4g} s<extra>" + label + "</extra>",
         ))
-        be = r["break_even_calls"]
         if be is not None:
             nx = max(be, 1.0)  # engine/stats.py: smallest n with compiled(n) <= eager(n)
             ny = r["first_s"] + (nx - 1) * r["median_ms"] / 1000
             fig.add_annotation(
                 x=math.log10(nx), y=math.log10(max(ny, 1e-12)),
                 text=f"{label} breaks even after {fmt.calls(be)} ({fmt.seconds(ny)})",
-                showarrow=True, arrowhead=2, ax=-70, ay=-35 - 28 * i, font={"size": 11},
-                bgcolor="rgba(255,255,255,0.8)",
+                showarrow=True, arrowhead=2, ax=-70, ay=-35 - 28 * crossings,
+                font={"size": 11}, bgcolor="rgba(255,255,255,0.8)",
             )
-        else:
-            fig.add_annotation(
-                x=math.log10(n[-1]), y=math.log10(max(float(y[-1]), 1e-12)),
-                text=f"{label}: never breaks even (slower per call than eager)",
-                showarrow=True, arrowhead=2, ax=-80, ay=30 + 22 * i,
-                font={"size": 11, "color": SLOWER}, bgcolor="rgba(255,255,255,0.8)",
-            )
+            crossings += 1
     fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    _log_axis(fig, "y", np.concatenate(all_y))
     return _layout(fig, BREAK_EVEN_TITLE, x_title, y_title, BREAK_EVEN_SUB)
 
 
 # --------------------------------------------------------------------------- resources
 
 MEMORY_TITLE = "Peak memory per variant (MiB)"
+
+
+def _mib_label(value) -> str:
+    """Bar label in MiB without the unit (the axis has it): short enough to stay legible."""
+    if not fmt.is_num(value):
+        return ""
+    v = float(value) / MiB
+    return f"{v:,.0f}" if v >= 10 else f"{v:.1f}"
 
 
 def peak_memory(variants: pd.DataFrame) -> go.Figure:
@@ -437,7 +454,7 @@ def peak_memory(variants: pd.DataFrame) -> go.Figure:
         if y.notna().any():
             fig.add_trace(go.Bar(
                 name=name, x=labels, y=y / MiB, marker_color=colour,
-                text=[fmt.mib(v) for v in y], textposition="outside",
+                text=[_mib_label(v) for v in y], textposition="outside",
                 hovertemplate="%{x}<br>%{y:,.1f} MiB<extra>" + name + "</extra>",
             ))
     return _layout(fig, MEMORY_TITLE, x_title, y_title,

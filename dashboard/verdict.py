@@ -52,6 +52,11 @@ class Verdict:
         return "\n".join(f"{label}: {text}" for label, text in self.lines())
 
 
+def _join(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _v(row: pd.Series, key: str) -> float | None:
     return fmt.num(row.get(key)) if key in row.index else None
 
@@ -82,10 +87,11 @@ def verdict_for_run(variants: pd.DataFrame, run_id: int | None = None) -> Verdic
                        latency_choice="eager", throughput_choice="eager",
                        short_jobs_choice="eager")
 
-    for _, r in ok.iterrows():
-        if r.get("noisy") is True or r.get("noisy") == 1:
-            warnings.append(f"{r['variant']} measurements are noisy (IQR > 10 % of median); "
-                            "re-run on a quiet machine before trusting small differences.")
+    noisy = [str(r["variant"]) for _, r in ok.iterrows()
+             if r.get("noisy") is True or r.get("noisy") == 1]
+    if noisy:  # one line for all of them: four identical cautions buried the verdict
+        warnings.append(f"{_join(noisy)} measurements are noisy (IQR > 10 % of median); "
+                        "re-run on a quiet machine before trusting small differences.")
     eager_own = _v(eager, "median_ms")
     for _, r in compiled.iterrows():
         paired = _v(r, "eager_median_ms")

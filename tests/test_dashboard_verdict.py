@@ -98,3 +98,13 @@ def test_disturbed_paired_eager_is_flagged():
     ]
     v = verdict_for_run(frames({1: results})["variants"], 1)
     assert any("machine was disturbed" in w for w in v.warnings)
+
+
+def test_noisy_variants_share_one_caution():
+    variants = frames({1: mlp_results()})["variants"].copy()
+    variants["noisy"] = True
+    v = verdict_for_run(variants, 1)
+    noisy = [w for w in v.warnings if "noisy" in w]
+    assert noisy == ["eager, default, reduce-overhead and max-autotune measurements are noisy "
+                     "(IQR > 10 % of median); re-run on a quiet machine before trusting small "
+                     "differences."]
