@@ -27,6 +27,7 @@ LOAD_TTL_S = 2
 HEARTBEAT_FRESH_S = 60  # a worker heartbeats a running run every few seconds
 QUEUE_WAIT_S = 20  # a queued run this old with no live worker anywhere means "no worker"
 GPU_LOOKBACK_RUNS = 50
+RUNS_PAGE_LIMIT = 2000  # rows listed on the Runs page (newest first; filters reach older ones)
 
 
 def db_url() -> str | None:

@@ -265,6 +265,39 @@ def test_sweep_page(db):
     assert at.query_params["runs"] == str(run_id)
 
 
+def test_sweep_permalink_reaches_a_sweep_older_than_the_listed_runs(db, monkeypatch):
+    s = spec("varying_seq", dims={"batch": 8, "seq": 32, "hidden": 256, "heads": 4},
+             sweep={"dim": "seq", "values": [32, 64, 128]}, variants=["eager", "default"])
+    old = seed_done(db, s, sweep_results())
+    newer = seed_done(db, s, sweep_results())
+    plain = seed_done(db, spec("mlp"), mlp_results())
+    real_list_runs = queries.list_runs
+    # the page lists only recent runs: make "recent" exclude the old sweep
+    monkeypatch.setattr(queries, "list_runs", lambda database, **kw: real_list_runs(
+        database, **{**kw, "limit": 2} if kw.get("limit") else kw))
+    at = app("sweep", runs=f"{old},{plain}")
+    no_exceptions(at)
+    assert at.multiselect(key="sweep-runs").value == [old, plain]
+    assert f"#{newer} varying_seq · sweep seq · done" in at.multiselect(key="sweep-runs").options
+    assert plotly_count(at) == 2
+    assert f"Not a sweep (no swept dim): #{plain}" in texts(at.warning)
+
+
+def test_runs_page_lists_the_newest_runs_only(db, monkeypatch):
+    from dashboard import data
+
+    ids = [seed_done(db, spec("mlp"), mlp_results()) for _ in range(3)]
+    monkeypatch.setattr(data, "RUNS_PAGE_LIMIT", 2)
+    at = app("runs")
+    no_exceptions(at)
+    assert list(at.dataframe[0].value["run_id"]) == ids[:0:-1]
+    assert "of the newest 2 runs" in texts(at.caption)
+    at.selectbox(key="filter-model").set_value("mlp").run()
+    no_exceptions(at)
+    assert list(at.dataframe[0].value["run_id"]) == ids[:0:-1]
+    assert "2+ of the newest 2 runs" in texts(at.caption)
+
+
 def test_sweep_page_empty_state(db):
     at = app("sweep")
     no_exceptions(at)

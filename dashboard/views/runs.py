@@ -12,7 +12,7 @@ from dashboard import data, tables, widgets
 st.title("Runs")
 
 try:
-    everything = data.list_runs(limit=2000)
+    everything = data.list_runs(limit=data.RUNS_PAGE_LIMIT)
 except Exception as exc:  # noqa: BLE001
     widgets.storage_unavailable(exc)
     st.stop()
@@ -55,8 +55,11 @@ try:
     until_q = dt.date.fromisoformat(st.query_params.get("until", ""))
 except ValueError:
     since_q, until_q = first_day, last_day
+# The history above is the newest RUNS_PAGE_LIMIT runs: when it is cut, older days stay pickable.
+oldest_pickable = (dt.date(2000, 1, 1) if len(everything) >= data.RUNS_PAGE_LIMIT
+                   else min(first_day, since_q))
 dates = c5.date_input("Created between", value=(since_q, until_q), key="filter-dates",
-                      min_value=min(first_day, since_q), max_value=max(last_day, until_q))
+                      min_value=oldest_pickable, max_value=max(last_day, until_q))
 since = until = None
 if isinstance(dates, tuple | list) and len(dates) == 2:
     since, until = dates
@@ -69,14 +72,24 @@ if isinstance(dates, tuple | list) and len(dates) == 2:
         widgets.set_param("until", until.isoformat())
 
 devices = set(everything["device"].dropna().astype(str))
-runs = data.list_runs(
+filters = dict(
     model=model, status=status, tag=tag,
     device=where if where in devices else None,
     gpu=where if where and where not in devices else None,
     since=dt.datetime.combine(since, dt.time.min, tzinfo=dt.UTC) if since else None,
     until=dt.datetime.combine(until, dt.time.max, tzinfo=dt.UTC) if until else None,
 )
-st.caption(f"{len(runs)} of {len(everything)} runs. Select rows to compare or export them.")
+# Bounded like the history above: unbounded, a 10 000-run database took 0.5 s to list here
+# (and as long again to send to the browser) on every rerun.
+runs = (data.list_runs(**filters, limit=data.RUNS_PAGE_LIMIT)
+        if any(v is not None for v in filters.values()) else everything)
+capped = len(everything) >= data.RUNS_PAGE_LIMIT
+st.caption(
+    f"{len(runs)}{'+' if len(runs) >= data.RUNS_PAGE_LIMIT else ''} of "
+    + (f"the newest {data.RUNS_PAGE_LIMIT:,} runs" if capped else f"{len(everything)} runs")
+    + ". Select rows to compare or export them."
+    + (" Older runs: narrow the list with the filters (the newest "
+       f"{data.RUNS_PAGE_LIMIT:,} matches are shown)." if capped else ""))
 if runs.empty:
     st.info("No run matches these filters. Clear a filter above, or start a new run.")
     st.stop()

@@ -25,9 +25,11 @@ if sweep_runs.empty:
 wanted = widgets.run_ids_param()
 labels = {int(r.run_id): f"#{r.run_id} {r.model} · sweep {r.sweep_dim} · {r.status}"
           for r in sweep_runs.itertuples()}
-default = [i for i in wanted if i in labels] or [next(iter(labels))]
-picked = st.multiselect("Sweep runs", list(labels), default=default, key="sweep-runs",
-                        format_func=lambda i: labels[i])
+# A permalink may name a sweep older than the recent runs listed above: keep it selectable
+# (it used to be dropped silently and the newest sweep shown in its place).
+default = wanted or [next(iter(labels))]
+picked = st.multiselect("Sweep runs", list(dict.fromkeys([*wanted, *labels])), default=default,
+                        key="sweep-runs", format_func=lambda i: labels.get(i, f"#{i}"))
 widgets.set_param("runs", picked)
 if not picked:
     st.stop()
@@ -35,6 +37,13 @@ if not picked:
 d = data.load_runs(picked)
 points = d["sweep_points"]
 runs = d["runs"]
+missing = [i for i in picked if i not in set(runs["run_id"].astype(int))]
+if missing:
+    st.warning("Not in this database: " + ", ".join(f"#{i}" for i in missing))
+not_sweeps = [int(r) for r in runs.loc[runs["sweep_dim"].isna(), "run_id"]]
+if not_sweeps:
+    st.warning("Not a sweep (no swept dim): " + ", ".join(f"#{i}" for i in not_sweeps)
+               + ". Open it in Run / compare.")
 for _, r in runs.iterrows():
     if r["status"] in widgets.ACTIVE:
         widgets.progress_view(int(r["run_id"]), status=r["status"])
