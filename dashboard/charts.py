@@ -513,20 +513,25 @@ def kernels_per_call(variants: pd.DataFrame) -> go.Figure:
 
 
 DEVICE_BUSY_TITLE = "Device busy vs wall time per call (ms)"
-DEVICE_BUSY_SUB = "profiler pass (it slows calls): compare the bars, not with the latency chart"
+DEVICE_BUSY_SUB = "busy: kernel time on the device, profiler pass · wall: steady-state median " \
+    "per call"
 
 
 def device_busy(variants: pd.DataFrame) -> go.Figure:
-    """Time the device spent in kernels vs wall time per call, both from the profiler pass.
+    """Time the device spent in kernels per call vs the wall time of a call.
 
-    A big gap means the device sits idle waiting for the host (launch/Python overhead), which
-    CUDA graphs (reduce-overhead) remove. The profiler slows calls, so these are not latencies.
+    Busy time comes from the separate profiler pass (the profiler slows the host, not the
+    kernels); wall time is the steady-state median per call, as the engine stores it. A big
+    gap means the device sits idle waiting for the host (launch/Python overhead), which fusion
+    (fewer kernels) and CUDA graphs (reduce-overhead) shrink. Empty without busy times (CPU
+    runs, or the profiler pass switched off): wall alone would repeat the latency chart.
     """
     x_title, y_title = "variant", "time per call (ms)"
     df = _ok(variants)
     busy, wall = _col(df, "device_busy_ms_per_call"), _col(df, "wall_ms_per_call")
-    if df.empty or (busy.isna().all() and wall.isna().all()):
-        return empty_figure(DEVICE_BUSY_TITLE, "No profiler pass recorded (profile was off?).",
+    if df.empty or busy.isna().all():
+        return empty_figure(DEVICE_BUSY_TITLE, "No device busy times: they come from the "
+                            "profiler pass on CUDA devices (off, or a CPU run).",
                             x_title, y_title)
     labels = _labels(df)
     share = [f"{b / w:.0%} busy" if fmt.is_num(b) and fmt.is_num(w) and w > 0 else ""

@@ -37,7 +37,7 @@ VARIANT_COLUMNS = [
     ("recompile_count", "recompiles"),
     ("kernels_per_call", "kernels_per_call"),
     ("device_busy_ms_per_call", "device_busy_ms_per_call"),
-    ("wall_ms_per_call", "profiler_wall_ms_per_call"),
+    ("wall_ms_per_call", "wall_ms_per_call"),
     ("max_abs_err", "max_abs_err"),
     ("correct", "correct"),
     ("timer", "timer"),

@@ -156,6 +156,17 @@ def test_kernels_and_device_busy(bert):
     assert "(ms" in _title(fig)
 
 
+def test_device_busy_empty_without_busy_times():
+    """A CPU run (or profile off) still stores wall_ms_per_call, the steady-state median:
+    drawn alone it would only repeat the latency chart."""
+    variants = frames({1: mlp_results(device="cpu")})["variants"].copy()
+    variants["device_busy_ms_per_call"] = float("nan")
+    assert variants["wall_ms_per_call"].notna().all()
+    fig = charts.device_busy(variants)
+    assert len(fig.data) == 0
+    assert "profiler pass on CUDA devices" in charts.empty_message(fig)
+
+
 def test_sweep_latency_and_first_call_mark_recompiles():
     f = frames({5: sweep_results()})
     fig = charts.sweep_latency(f["sweep_points"], "seq")
