@@ -131,8 +131,10 @@ def storage_unavailable(exc: Exception) -> None:
 def run_title(r: pd.Series) -> str:
     icon = STATUS_ICON.get(r.get("status"), "")
     dims = r.get("dims_label") or ""
+    gpu = r.get("gpu")
+    show_gpu = isinstance(gpu, str) and gpu and gpu.lower() not in ("cpu", str(r.get("device")))
     return (f"{icon} Run #{r['run_id']} · {r.get('model')} ({dims}) · {r.get('dtype')} · "
-            f"{r.get('device')}" + (f" · {r['gpu']}" if r.get("gpu") else ""))
+            f"{r.get('device')}" + (f" · {gpu}" if show_gpu else ""))  # not "cpu · cpu"
 
 
 def _progress_body(run_id: int) -> str | None:

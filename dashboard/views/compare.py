@@ -93,12 +93,13 @@ widgets.show_figure(figures["peak_memory"], "fig-memory", c1)
 widgets.show_figure(figures["kernels_per_call"], "fig-kernels", c2)
 c1, c2 = st.columns(2)
 widgets.show_figure(figures["device_busy"], "fig-busy", c1)
-c2.caption("**Reading device busy vs wall:** busy is the time the device spends in kernels "
-           "per call (from a separate profiler pass after timing; the profiler slows the "
-           "host, not the kernels), wall is the steady-state median per call. A wall bar much "
-           "taller than its busy bar means the device sits idle waiting for the host (Python "
-           "and kernel-launch overhead): fusing kernels (default) or replaying CUDA graphs "
-           "(reduce-overhead) is what closes that gap.")
+if charts.empty_message(figures["device_busy"]) is None:  # no note beside "no data"
+    c2.caption("**Reading device busy vs wall:** busy is the time the device spends in kernels "
+               "per call (from a separate profiler pass after timing; the profiler slows the "
+               "host, not the kernels), wall is the steady-state median per call. A wall bar much "
+               "taller than its busy bar means the device sits idle waiting for the host (Python "
+               "and kernel-launch overhead): fusing kernels (default) or replaying CUDA graphs "
+               "(reduce-overhead) is what closes that gap.")
 
 sweeps = d.get("sweep_points")
 sweep_figures = []
