@@ -28,11 +28,19 @@ def execute_run(
     heartbeat_every_s: float = 0.5,
 ) -> str:
     """Returns the run's final status: done, failed or cancelled. ``stop_requested`` (the worker's
-    SIGTERM) ends the current child like a cancel, but the caller re-queues the run instead."""
+    SIGTERM) ends the current child like a cancel, but the caller re-queues the run instead
+    ("interrupted"). "lost": the run stopped being this worker's while it ran (re-queued as stale
+    while this worker was stalled, and maybe taken by another worker); nothing more is written.
+
+    A heartbeat answering "stop" means either a cancel or a lost run, and only ``finish_run``
+    (which checks the owner) tells them apart: from that moment results are held back and saved
+    only once the run has been finished as this worker's, so a stalled worker that wakes up can
+    neither overwrite another worker's results nor end its run as cancelled."""
     from storage import queue, results
 
     env: dict[str, Any] = host_fingerprint()
     state = {"cancel": False, "beat": 0.0}
+    held: list[dict[str, Any]] = []
 
     def beat(variant: str | None, phase: str | None, fraction: float | None,
              force: bool = False) -> None:
@@ -52,12 +60,15 @@ def execute_run(
         beat(None, None, None)
         return state["cancel"] or stop_requested()
 
-    def store(result: dict[str, Any]) -> None:
+    def add_environment(result: dict[str, Any]) -> bool:
         if result.get("environment") and "gpu" not in env:
             env.update(result["environment"])
+            return True
+        return False
+
+    def save(result: dict[str, Any]) -> None:
+        if add_environment(result):
             results.set_environment(db, run_id, env)
-        if result.get("status") == "cancelled" and stop_requested():
-            return  # the run goes back to the queue; this half-measured variant is not a result
         results.save_variant_result(db, run_id, result)
         s = result.get("stats") or {}
         if result.get("status") == "ok":
@@ -67,12 +78,19 @@ def execute_run(
         else:
             log(f"run {run_id}: {result['variant']} {result.get('status')}: {result.get('error')}")
 
+    def store(result: dict[str, Any]) -> None:
+        if not state["cancel"]:
+            beat(None, None, None, force=True)  # still ours? (a variant can outlast a stall)
+        if state["cancel"] or result.get("status") == "cancelled":
+            held.append(result)  # saved after finish_run, if the run is still ours
+        else:
+            save(result)
+
     beat(None, "building", 0.0, force=True)
     res = run_variants(spec, on_progress=progress, should_cancel=should_cancel, on_result=store)
     if stop_requested() and not state["cancel"]:
+        # The run goes back to the queue; a half-measured variant is not a result.
         return "interrupted"
-    if "gpu" not in env:
-        results.set_environment(db, run_id, env)
     if state["cancel"]:
         status, error = "cancelled", "cancelled by the user"
     elif any(r.get("status") == "ok" for r in res):
@@ -80,5 +98,13 @@ def execute_run(
     else:
         status = "failed"
         error = next((r.get("error") for r in res if r.get("error")), "no variant finished")
-    queue.finish_run(db, run_id, status, error=error, environment=env)
+    for r in held:
+        add_environment(r)
+    if not queue.finish_run(db, run_id, status, error=error, environment=env,
+                            worker_id=worker_id):
+        log(f"run {run_id}: no longer this worker's (re-queued after its heartbeat went stale, "
+            "or finished elsewhere): its results here are dropped")
+        return "lost"
+    for r in held:
+        save(r)
     return status

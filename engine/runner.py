@@ -9,6 +9,7 @@ tail; the other variants go on.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -50,6 +51,32 @@ def _signal_name(rc: int) -> str:
         return f"signal {-rc}"
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the kernel SIGKILL the child when the process that started it
+    dies (Linux). The child leads its own session, so a worker killed with -9 (OOM killer, crash)
+    would otherwise leave it running: still holding the GPU, and skewing the measurements of the
+    worker that recovers the run on the same device. Not needed for clean exits (the worker ends
+    its child itself). The signal follows the *thread* that started the child: call from a thread
+    that outlives the child (the worker and CLI use their main thread)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork, not after
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
 def run_child(
     spec: dict[str, Any],
     variant: str,
@@ -79,11 +106,16 @@ def run_child(
         proc = subprocess.Popen(
             [sys.executable, "-m", "engine.child", str(spec_path), str(out_path)],
             cwd=PROJECT_ROOT, env=env, stdout=out, stderr=err, start_new_session=True,
+            preexec_fn=_die_with_parent(),
         )
         t0 = time.monotonic()
         ended: str | None = None
         while proc.poll() is None:
-            time.sleep(0.2)
+            try:  # wait, not sleep: a child that has finished is noticed at once
+                proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
             try:
                 p = json.loads(progress_path.read_text())
                 on_progress(p["phase"], float(p["fraction"]))

@@ -52,9 +52,22 @@ class Worker:
         if now - self._last_recovery < min(self.stale_after_s / 4, 10.0):
             return
         self._last_recovery = now
-        for run_id in queue.recover_stale_runs(self.db, self.stale_after_s):
-            log.warning("recovered run %s: its worker stopped heartbeating for over %.0f s",
-                        run_id, self.stale_after_s)
+        changed = queue.recover_stale_runs(self.db, self.stale_after_s)
+        if not changed:
+            return
+        from storage import queries
+
+        runs = queries.load_runs(self.db, changed)["runs"].set_index("run_id")
+        for run_id in changed:
+            status = runs["status"].get(run_id)
+            if status in ("queued", "running"):  # running: another worker claimed it already
+                outcome = "re-queued"
+            elif status == "cancelled":
+                outcome = "cancelled (a cancel was pending)"
+            else:
+                outcome = f"{status}: {runs['error'].get(run_id)}"  # failed: worker lost
+            log.warning("run %s recovered: its worker stopped heartbeating for over %g s; %s",
+                        run_id, self.stale_after_s, outcome)
 
     def serve(self, once: bool = False) -> int:
         from storage import queue
@@ -79,7 +92,8 @@ class Worker:
                 )
             except Exception as e:  # a bug or a lost database must not leave it "running"
                 log.exception("run %s failed inside the worker", run_id)
-                queue.finish_run(self.db, run_id, "failed", error=f"worker error: {e}"[:1000])
+                queue.finish_run(self.db, run_id, "failed", error=f"worker error: {e}"[:1000],
+                                 worker_id=self.worker_id)
                 continue
             if status == "interrupted":
                 queue.requeue_run(self.db, run_id, self.worker_id)
