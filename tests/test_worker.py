@@ -379,7 +379,9 @@ def test_cancel_a_queued_run_and_a_running_run(lab):
 
 def test_aborting_and_hanging_variants_fail_and_the_worker_serves_the_next_run(lab):
     aborts = lab.enqueue(tiny_spec(f"{USER}:aborts_when_compiled", ("eager", "default")))
-    hangs = lab.enqueue(hanging_spec(timeout_s=5))
+    # The timeout covers each child from its start: eager's (imports ≈ 3 s) must fit, also on a
+    # loaded 2-core machine.
+    hangs = lab.enqueue(hanging_spec(timeout_s=10))
     after = lab.enqueue(tiny_spec())
     w = lab.worker()
     lab.wait_status(after, FINAL, 90)
@@ -387,7 +389,7 @@ def test_aborting_and_hanging_variants_fail_and_the_worker_serves_the_next_run(l
     assert {r.status for r in runs.values()} == {"done"}, lab.logs()
     assert {r.worker_id for r in runs.values()} == {w.worker_id}
     for run_id, kind, text in ((aborts, "crash", "child process died from SIGABRT"),
-                               (hangs, "timeout", "timed out after 5 s")):
+                               (hangs, "timeout", "timed out after 10 s")):
         v = lab.variants(run_id)
         assert v.loc["eager", "status"] == "ok"
         d = v.loc["default"]
