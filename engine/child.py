@@ -275,10 +275,11 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
 
             stage = "profiling"
             progress("profiling", 0.85, force=True)
-            res.update(signals.profile_calls(fn, 10, device.startswith("cuda")))
-            if not is_eager:
-                res["eager_kernels_per_call"] = signals.profile_calls(
-                    eager, 10, device.startswith("cuda"))["kernels_per_call"]
+            if run.get("profile", True):  # the spec can skip the profiler pass
+                res.update(signals.profile_calls(fn, 10, device.startswith("cuda")))
+                if not is_eager:
+                    res["eager_kernels_per_call"] = signals.profile_calls(
+                        eager, 10, device.startswith("cuda"))["kernels_per_call"]
             counts = signals.dynamo_counters()
             res["recompiles"] = capture.recompiles
             res["cudagraph_skips"] = capture.cudagraph_skips

@@ -462,3 +462,22 @@ def test_make_run_launcher_starts_worker_and_dashboard_and_sigint_stops_both(lab
         if launcher.poll() is None:
             os.killpg(launcher.pid, signal.SIGKILL)
             launcher.wait(timeout=10)
+
+
+def test_gpus_pool_starts_one_pinned_worker_per_gpu_and_records_the_pinning(lab):
+    """``--gpus 0,1``: one worker process per listed GPU, each with its own
+    CUDA_VISIBLE_DEVICES, which the run's environment records. Runs here are on the CPU (no GPU
+    in CI), so this checks the pool's process layout and bookkeeping, not a GPU."""
+    ids = [lab.enqueue(slow_spec(1.5)) for _ in range(4)]
+    pool = lab.worker("--gpus", "0,1")
+    try:
+        wait_for(lambda: len(pool.children()) >= 2 or all(
+            lab.run(i).status == "done" for i in ids), 60, "both workers to measure", lab.logs)
+        runs = [lab.wait_status(i, "done", 120) for i in ids]
+    finally:
+        assert pool.stop() == 0
+    pinned = {r.environment.get("cuda_visible_devices") for r in runs}
+    assert pinned == {"0", "1"}, pinned  # both pinned workers served runs
+    for r in runs:
+        assert r.worker_id.endswith(f":gpu{r.environment['cuda_visible_devices']}")
+    assert len(pool.lines(r"started 2 workers on GPUs 0,1")) == 1
