@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_storage_support import BACKENDS, backend_url
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -30,3 +32,15 @@ def run_cli(*args: str, db_url: str | None = None, env: dict | None = None,
 @pytest.fixture
 def db_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'test.db'}"
+
+
+@pytest.fixture(params=BACKENDS)
+def db(request: pytest.FixtureRequest, tmp_path: Path):
+    """An opened storage database on each backend (PostgreSQL only where
+    COMPILELAB_TEST_PG_URL points at a server; skipped otherwise, with the reason)."""
+    from storage import open_database
+
+    with backend_url(request.param, tmp_path) as url:
+        database = open_database(url)
+        yield database
+        database.dispose()

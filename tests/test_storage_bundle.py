@@ -25,21 +25,11 @@ from storage.queries import list_runs, load_runs
 from storage.queue import claim_next_run, enqueue_run, finish_run
 from storage.results import save_variant_result, set_note
 from tests.test_storage_support import (
-    BACKENDS,
     ENVIRONMENT,
-    backend_url,
     failed_result,
     run_spec,
     variant_result,
 )
-
-
-@pytest.fixture(params=BACKENDS)
-def db(request: pytest.FixtureRequest, tmp_path: Path):
-    with backend_url(request.param, tmp_path) as url:
-        database = open_database(url)
-        yield database
-        database.dispose()
 
 
 @pytest.fixture

@@ -16,21 +16,11 @@ from storage.queries import RUN_COLUMNS, list_runs, load_runs
 from storage.queue import claim_next_run, enqueue_run, finish_run, request_cancel
 from storage.results import build_variant_result, save_variant_result, set_environment, set_tags
 from tests.test_storage_support import (
-    BACKENDS,
     ENVIRONMENT,
-    backend_url,
     failed_result,
     run_spec,
     variant_result,
 )
-
-
-@pytest.fixture(params=BACKENDS)
-def db(request: pytest.FixtureRequest, tmp_path: Path):
-    with backend_url(request.param, tmp_path) as url:
-        database = open_database(url)
-        yield database
-        database.dispose()
 
 
 def _set_created(db: Database, run_id: int, moment: datetime) -> None:

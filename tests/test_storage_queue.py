@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from sqlalchemy import update
 
-from storage.db import Database, open_database
+from storage.db import Database
 from storage.models import Run, utcnow
 from storage.queries import list_runs
 from storage.queue import (
@@ -23,15 +22,7 @@ from storage.queue import (
     request_cancel,
     requeue_run,
 )
-from tests.test_storage_support import BACKENDS, ENVIRONMENT, backend_url, run_spec
-
-
-@pytest.fixture(params=BACKENDS)
-def db(request: pytest.FixtureRequest, tmp_path: Path):
-    with backend_url(request.param, tmp_path) as url:
-        database = open_database(url)
-        yield database
-        database.dispose()
+from tests.test_storage_support import ENVIRONMENT, run_spec
 
 
 def _run(db: Database, run_id: int) -> Run:

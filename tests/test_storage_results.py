@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,21 +31,11 @@ from storage.results import (
     set_tags,
 )
 from tests.test_storage_support import (
-    BACKENDS,
     ENVIRONMENT,
-    backend_url,
     failed_result,
     run_spec,
     variant_result,
 )
-
-
-@pytest.fixture(params=BACKENDS)
-def db(request: pytest.FixtureRequest, tmp_path: Path):
-    with backend_url(request.param, tmp_path) as url:
-        database = open_database(url)
-        yield database
-        database.dispose()
 
 
 @pytest.fixture
