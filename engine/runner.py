@@ -30,10 +30,6 @@ ResultFn = Callable[[dict[str, Any]], None]
 TAIL_BYTES = 4000
 
 
-class Cancelled(Exception):
-    pass
-
-
 def _tail(path: Path) -> str:
     try:
         with open(path, "rb") as f:
