@@ -29,12 +29,15 @@ from torch.utils import _pytree as pytree  # noqa: E402
 
 from engine import signals  # noqa: E402
 from engine.catalogue import get_model, load_factory  # noqa: E402
+from engine.hostload import HostLoad, settle_compile_workers  # noqa: E402
 from engine.timing import Timer  # noqa: E402
 
 # Largest allowed error relative to the output's scale (max |eager|). Compiled code reorders
 # reductions and fuses ops, so bit equality is not expected; these bounds are a few ulps of the
 # dtype amplified through a model's depth.
 RTOL = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 5e-2}
+# Per-call samples per function per interleaved round, and untimed calls before them.
+BLOCK, WARM = 10, 3
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -113,29 +116,38 @@ def steady_rounds(
     min_time_s: float,
     max_time_s: float,
     k: int,
+    block: int = BLOCK,
+    warm: int = WARM,
     on_round: Callable[[float], None] | None = None,
 ) -> dict[str, dict[str, list[float]]]:
-    """Interleaved rounds: each round times every function once per call and once pipelined,
-    in alternating order, so clock and thermal drift hit all of them alike and the samples of one
-    round are paired. Each function gets one untimed call first: switching between eager and
-    compiled code paths leaves the host's caches cold, and the first call after a switch is
-    measurably slower (seen on the H200 host: alternate rounds 2x apart); a serving loop calls
-    the same model over and over, which is what we want to time. Stops after ``min_samples``
-    rounds and ``min_time_s``, or at ``max_time_s`` (with at least 3 rounds)."""
+    """Interleaved rounds, alternating in blocks. In each round every function in turn gets
+    ``warm`` untimed calls, then ``block`` per-call samples, then one pipelined sample of ``k``
+    calls; the order of the functions flips every round. Rounds still alternate, so drift of the
+    clocks or of the host's load hits eager and compiled alike and sample i of round r is paired
+    across functions. Why blocks and not one call each: switching between the eager and compiled
+    code paths leaves the host's caches and predictors cold, and on the H200 host alternating
+    every call slowed *both* functions by 20-65 % (MLP default 0.196 ms per call against 0.119
+    timed alone); a serving loop calls the same model over and over, which is what we time.
+    Stops once ``min_samples`` per-call samples and ``min_time_s`` are reached, or at
+    ``max_time_s`` (after at least 3 rounds)."""
     names = list(fns)
     out = {n: {"per_call": [], "pipelined": []} for n in names}
+    block, warm = max(int(block), 1), max(int(warm), 0)
     t_start = time.perf_counter()
     rounds = 0
     while True:
         for n in names if rounds % 2 == 0 else names[::-1]:
-            fns[n]()  # untimed: warm the host path of this function
-            out[n]["per_call"].append(timer.per_call_ms(fns[n]))
-            out[n]["pipelined"].append(timer.pipelined_ms(fns[n], k))
+            fn = fns[n]
+            for _ in range(warm):
+                fn()
+            out[n]["per_call"].extend(timer.per_call_ms(fn) for _ in range(block))
+            out[n]["pipelined"].append(timer.pipelined_ms(fn, k))
         rounds += 1
         elapsed = time.perf_counter() - t_start
+        n_samples = rounds * block
         if on_round:
-            on_round(max(rounds / max(min_samples, 1), elapsed / max_time_s))
-        if rounds >= min_samples and elapsed >= min_time_s:
+            on_round(max(n_samples / max(min_samples, 1), elapsed / max_time_s))
+        if n_samples >= min_samples and elapsed >= min_time_s:
             break
         if elapsed >= max_time_s and rounds >= 3:
             break
@@ -247,10 +259,19 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                           min_time_s=float(run.get("min_time_s", 0.5)),
                           max_time_s=float(run.get("max_time_s", 10.0)),
                           k=int(run.get("pipeline_k", 20)))
+            # Blocks of 10 per-call samples per function and round; a smaller minimum-samples
+            # budget (quick CPU checks) gets smaller blocks rather than more samples than asked.
+            budget["block"] = min(BLOCK, budget["min_samples"])
             capture.context = {"call_index": None, "phase": "steady"}
             fns = {"variant": fn} if is_eager else {"eager": eager, "variant": fn}
-            rounds = steady_rounds(timer, fns, **budget,
-                                   on_round=lambda f: progress("measuring", 0.3 + 0.5 * min(f, 1)))
+            if not is_eager:  # the compile-worker pool must not be starting while we time
+                progress("measuring", 0.3, force=True)
+                res["compile_workers"] = settle_compile_workers()
+            with HostLoad() as load:
+                rounds = steady_rounds(
+                    timer, fns, **budget,
+                    on_round=lambda f: progress("measuring", 0.3 + 0.5 * min(f, 1)))
+            res["host_other_busy_cores"] = load.other_busy_cores
             res["samples_ms"] = rounds["variant"]["per_call"]
             res["pipelined_ms"] = rounds["variant"]["pipelined"]
             src = rounds["variant" if is_eager else "eager"]
@@ -260,7 +281,9 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 from engine.crosscheck import cross_check
 
                 progress("measuring", 0.8, force=True)
-                res["cross_check"] = cross_check(fns, device.startswith("cuda"))
+                with HostLoad() as load:
+                    res["cross_check"] = cross_check(fns, timer, budget["k"])
+                res["cross_check"]["host_other_busy_cores"] = load.other_busy_cores
 
             if sweep:
                 res["sweep"] = [_sweep_point(sweep["values"][0], rounds, recompiled=False,
@@ -325,6 +348,8 @@ def _measure_sweep_value(run, dims, dim, value, device, model, fn_for, *, timer,
     capture.context = {"call_index": 1, "dim_value": value}
     first_ms = timer.wall_ms(lambda: fn_for(inputs))
     recompiled = (not is_eager) and signals.compile_count() > before
+    if recompiled:  # the recompile may have started a new compile-worker pool
+        settle_compile_workers()
     capture.context = {"dim_value": value}
     small = dict(budget, min_samples=max(10, budget["min_samples"] // 2),
                  min_time_s=budget["min_time_s"] / 2,

@@ -7,14 +7,14 @@ Measures, through the same path as ``python -m engine run`` (validate, queue, cl
 - pointwise chain b64x4096 fp32: eager, default, reduce-overhead;
 - the graph-break model (breaks with reason and file:line);
 - a sweep of the varying-length model over seq (recompiles);
-then times the MLP and the chain again with torch.utils.benchmark and triton's do_bench in a
-separate process, prints every run with ``show`` and ends with one comparison table.
+with the cross-check on for the MLP and the chain (torch.utils.benchmark and triton's do_bench
+timed in the same child, in the same time window as the engine's own timers), prints every run
+with ``show`` and ends with one table of engine figures against the library timers.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -59,16 +59,79 @@ def _pct(a: float | None, b: float | None) -> str:
     return f"{(a / b - 1) * 100:+.1f}" if a and b else "-"
 
 
+def _f(x: float | None, nd: int = 4) -> str:
+    return "-" if x is None or x != x else f"{x:.{nd}f}"
+
+
+def acceptance_table(db, run_ids: dict[str, int]) -> str:
+    """One table: per variant (and the paired eager of each compiled child), the engine's stored
+    figures, the same engine timers re-run in the cross-check window, and the library references
+    from that window, with the gaps that the ±5 % acceptance is about."""
+    cols = ["model", "variant", "fn", "per-call", "alone", "timeit1", "d%", "db_sync",
+            "pipelined", "alone", "blocked", "d%", "do_bench", "busy", "naive", "DESIGN",
+            "cold s", "warm s", "kern", "busy cores"]
+    lines = [
+        "== engine vs library timers, ms per call (medians) ==",
+        "per-call: stored engine figure (CUDA events, idle device, interleaved rounds); alone: the "
+        "same timer on this function alone in the cross-check window;",
+        "  timeit1: Timer.timeit(1) in that window; d% = alone vs timeit1; db_sync: "
+        "do_bench(sync; fn) (cold L2, includes the sync's return)",
+        "pipelined: stored engine figure (K calls, one sync); alone: same in the window; blocked: "
+        "Timer.blocked_autorange; d% = alone vs blocked",
+        "do_bench: raw do_bench (device time, cold L2); busy: profiler device-busy time; naive: "
+        "loop without synchronise (times the launches only); busy cores: cores other processes "
+        "kept busy during the rounds / during the cross-check",
+        " ".join(f"{c:>9s}" if i > 2 else f"{c:16s}" for i, c in enumerate(cols)),
+    ]
+    for model, run_id in run_ids.items():
+        for v in export_bundle(db, [run_id])["runs"][0]["variants"]:
+            if v.get("status") != "ok":
+                lines.append(f"{model:16s} {v['variant']:16s} FAILED: {v.get('error')}")
+                continue
+            extra = v.get("extra") or {}
+            cc = extra.get("cross_check") or {}
+            stored = {"variant": (v["samples_ms"], v["pipelined_ms"]),
+                      "eager": (v["eager_samples_ms"], v["eager_pipelined_ms"])}
+            for fn in ("variant", "eager") if v["variant"] != "eager" else ("variant",):
+                ref = cc.get(fn, {})
+                pc, pl = (statistics.median(x) if x else None for x in stored[fn])
+                own = fn == "variant"
+                cells = [model, v["variant"], v["variant"][:8] if own else "(eager)", _f(pc),
+                         _f(ref.get("engine_per_call_ms")), _f(ref.get("timer_per_call_ms")),
+                         _pct(ref.get("engine_per_call_ms"), ref.get("timer_per_call_ms")),
+                         _f(ref.get("do_bench_sync_ms")), _f(pl),
+                         _f(ref.get("engine_pipelined_ms")), _f(ref.get("timer_blocked_ms")),
+                         _pct(ref.get("engine_pipelined_ms"), ref.get("timer_blocked_ms")),
+                         _f(ref.get("do_bench_ms")),
+                         _f(v.get("device_busy_ms_per_call")) if own else "",
+                         _f(ref.get("naive_no_sync_ms")),
+                         _f(DESIGN.get(model, {}).get(v["variant"]), 3) if own else "",
+                         _f(v.get("first_call_cold_s"), 2) if own else "",
+                         _f(v.get("first_call_warm_s"), 2) if own else "",
+                         _f(v.get("kernels_per_call"), 1) if own else "",
+                         f"{_f(extra.get('host_other_busy_cores'), 1)}/"
+                         f"{_f(cc.get('host_other_busy_cores'), 1)}" if own else ""]
+                lines.append(" ".join(f"{c:>9s}" if i > 2 else f"{c:16s}"
+                                      for i, c in enumerate(cells)))
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--db", default=os.environ.get("COMPILELAB_DB"))
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--only", default=None, help="comma list of model names")
     ap.add_argument("--extra", action="store_true", help="also the real architectures (bf16)")
+    ap.add_argument("--table-only", action="store_true",
+                    help="only print the table for the acceptance runs already in --db")
     ap.add_argument("--no-worker", action="store_true",
                     help="execute in this process instead of queueing for a worker")
     args = ap.parse_args()
     db = open_database(args.db)
+    if args.table_only:  # print the table of runs already in this database (e.g. fetched back)
+        runs = queries.list_runs(db, tag="acceptance").sort_values("run_id")
+        print(acceptance_table(db, dict(zip(runs["model"], runs["run_id"].astype(int), strict=True))))
+        return 0
     run_ids: dict[str, int] = {}
     configs = [(c, "float32") for c in CONFIGS] + [(c, "bfloat16") for c in EXTRA] * args.extra
     for (model, dims, sweep, variants), dtype in configs:
@@ -89,71 +152,11 @@ def main() -> int:
                        cwd=ROOT, env=ENV, check=False)
         print(f"== worker served {len(run_ids)} runs in {time.time() - t0:.0f} s", flush=True)
 
-    refs = {}
-    for model, dims, _, _ in CONFIGS[:2]:
-        if model not in run_ids or args.device != "cuda":
-            continue
-        p = subprocess.run([sys.executable, str(ROOT / "scripts/reference_timing.py"), model,
-                            json.dumps(dims), "float32", args.device], capture_output=True,
-                           text=True, cwd=ROOT, env=ENV)
-        if p.returncode == 0:
-            refs[model] = json.loads(p.stdout.strip().splitlines()[-1])
-        else:
-            print(f"reference timing for {model} failed:\n{p.stderr[-2000:]}")
-
     for run_id in run_ids.values():
         print()
         print(format_run(db, run_id))
-
-    print("\n== in-process cross-check (same child, right after the engine's rounds) ==")
-    print(f"{'model':16s} {'variant':16s} {'fn':8s} {'engine per-call':>15s} {'do_bench+sync':>13s}"
-          f" {'d%':>6s} {'timeit(1)':>9s} {'d%':>6s} {'engine pipelined':>16s} {'Timer blocked':>13s}"
-          f" {'d%':>6s} {'do_bench raw':>12s}")
-    for model, run_id in run_ids.items():
-        for v in export_bundle(db, [run_id])["runs"][0]["variants"]:
-            cc = (v.get("extra") or {}).get("cross_check")
-            if not cc:
-                continue
-            engine = {"variant": (v["samples_ms"], v["pipelined_ms"]),
-                      "eager": (v["eager_samples_ms"], v["eager_pipelined_ms"])}
-            for fn, row in cc.items():
-                pc, pl = (statistics.median(x) for x in engine[fn])
-                name = v["variant"] if fn == "variant" else "eager"
-                print(f"{model:16s} {v['variant']:16s} {name[:8]:8s} {pc:15.4f} "
-                      f"{row.get('do_bench_sync_ms', float('nan')):13.4f} "
-                      f"{_pct(pc, row.get('do_bench_sync_ms')):>6s} {row['timer_per_call_ms']:9.4f} "
-                      f"{_pct(pc, row['timer_per_call_ms']):>6s} {pl:16.4f} "
-                      f"{row['timer_blocked_ms']:13.4f} {_pct(pl, row['timer_blocked_ms']):>6s} "
-                      f"{row.get('do_bench_ms', float('nan')):12.4f}")
-
-    print("\n== engine vs references (ms per call, medians; d% = engine vs reference) ==")
-    print("per-call: engine CUDA events, idle device before each call | refs: Timer.timeit(1), "
-          "do_bench(sync+call)\npipelined: engine K back-to-back calls / K | ref: "
-          "Timer.blocked_autorange; raw do_bench shown for information")
-    cols = ["model", "variant", "per-call", "timeit1", "d%", "db_sync", "d%", "pipelined",
-            "blocked", "d%", "do_bench", "naive", "DESIGN", "cold s", "warm s", "kern/call"]
-    print(" ".join(f"{c:>9s}" if i > 1 else f"{c:16s}" for i, c in enumerate(cols)))
-
-    def pct(a, b):
-        return f"{(a / b - 1) * 100:+.1f}" if a and b else "-"
-
-    def f(x, nd=4):
-        return "-" if x is None or x != x else f"{x:.{nd}f}"
-
-    for model, run_id in run_ids.items():
-        v = queries.load_runs(db, [run_id])["variants"]
-        for r in v.to_dict("records"):
-            ref = refs.get(model, {}).get(r["variant"], {})
-            cells = [model, r["variant"], f(r["median_ms"]), f(ref.get("timer_per_call_ms")),
-                     pct(r["median_ms"], ref.get("timer_per_call_ms")),
-                     f(ref.get("do_bench_sync_ms")),
-                     pct(r["median_ms"], ref.get("do_bench_sync_ms")),
-                     f(r["pipelined_median_ms"]), f(ref.get("timer_blocked_ms")),
-                     pct(r["pipelined_median_ms"], ref.get("timer_blocked_ms")),
-                     f(ref.get("do_bench_ms")), f(ref.get("naive_no_sync_ms")),
-                     f(DESIGN.get(model, {}).get(r["variant"]), 3), f(r["first_call_cold_s"], 2),
-                     f(r["first_call_warm_s"], 2), f(r["kernels_per_call"], 1)]
-            print(" ".join(f"{c:>9s}" if i > 1 else f"{c:16s}" for i, c in enumerate(cells)))
+    print()
+    print(acceptance_table(db, run_ids))
     return 0
 
 
