@@ -38,7 +38,7 @@ class RunRequest:
     min_samples: int = 30
     min_time_s: float = 0.5
     max_time_s: float = 10.0
-    pipeline_k: int = 20
+    pipeline_k: int = 50
     timeout_s: float = 1800.0
     seed: int = 0
     profile: bool = True

@@ -258,7 +258,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             budget = dict(min_samples=int(run.get("min_samples", 30)),
                           min_time_s=float(run.get("min_time_s", 0.5)),
                           max_time_s=float(run.get("max_time_s", 10.0)),
-                          k=int(run.get("pipeline_k", 20)))
+                          k=int(run.get("pipeline_k", 50)))
             # Blocks of 10 per-call samples per function and round; a smaller minimum-samples
             # budget (quick CPU checks) gets smaller blocks rather than more samples than asked.
             budget["block"] = min(BLOCK, budget["min_samples"])

@@ -26,7 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "min_samples": 30,
     "min_time_s": 0.5,
     "max_time_s": 10.0,
-    "pipeline_k": 20,
+    "pipeline_k": 50,
     # Per variant child. max-autotune of a large model can take many minutes on its first call.
     "timeout_s": 1800.0,
     "seed": 0,

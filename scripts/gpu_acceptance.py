@@ -55,10 +55,6 @@ DESIGN = {"mlp": {"eager": 0.064, "default": 0.177, "reduce-overhead": 0.097,
           "pointwise_chain": {"eager": 0.363, "default": 0.084, "reduce-overhead": 0.213}}
 
 
-def _pct(a: float | None, b: float | None) -> str:
-    return f"{(a / b - 1) * 100:+.1f}" if a and b else "-"
-
-
 def _f(x: float | None, nd: int = 4) -> str:
     return "-" if x is None or x != x else f"{x:.{nd}f}"
 
@@ -67,22 +63,28 @@ def acceptance_table(db, run_ids: dict[str, int]) -> str:
     """One table: per variant (and the paired eager of each compiled child), the engine's stored
     figures, the same engine timers re-run in the cross-check window, and the library references
     from that window, with the gaps that the ±5 % acceptance is about."""
-    cols = ["model", "variant", "fn", "per-call", "alone", "timeit1", "d%", "db_sync",
-            "pipelined", "alone", "blocked", "d%", "do_bench", "busy", "naive", "DESIGN",
+    cols = ["model", "variant", "fn", "per-call", "alone", "timeit1", "net", "d%", "db_sync",
+            "d%", "pipelined", "alone", "blocked", "d%", "do_bench", "busy", "naive", "DESIGN",
             "cold s", "warm s", "kern", "busy cores"]
     lines = [
         "== engine vs library timers, ms per call (medians) ==",
         "per-call: stored engine figure (CUDA events, idle device, interleaved rounds); alone: the "
         "same timer on this function alone in the cross-check window;",
-        "  timeit1: Timer.timeit(1) in that window; d% = alone vs timeit1; db_sync: "
-        "do_bench(sync; fn) (cold L2, includes the sync's return)",
-        "pipelined: stored engine figure (K calls, one sync); alone: same in the window; blocked: "
-        "Timer.blocked_autorange; d% = alone vs blocked",
+        "  timeit1: Timer.timeit(1) taking turns with it, sample by sample; net: timeit1 less the "
+        "Timer's own cost (Timer on 'pass'); d%: median of paired engine/net - 1",
+        "  db_sync: do_bench(sync; fn) (cold L2; the sync's return inside its events); d%: paired "
+        "engine/db_sync - 1",
+        "pipelined: stored engine figure (K calls, one sync); alone: same, bracketing each "
+        "Timer.blocked_autorange (blocked); d%: paired",
         "do_bench: raw do_bench (device time, cold L2); busy: profiler device-busy time; naive: "
         "loop without synchronise (times the launches only); busy cores: cores other processes "
         "kept busy during the rounds / during the cross-check",
         " ".join(f"{c:>9s}" if i > 2 else f"{c:16s}" for i, c in enumerate(cols)),
     ]
+
+    def gap(x: float | None) -> str:
+        return "-" if x is None else f"{x * 100:+.1f}"
+
     for model, run_id in run_ids.items():
         for v in export_bundle(db, [run_id])["runs"][0]["variants"]:
             if v.get("status") != "ok":
@@ -98,10 +100,10 @@ def acceptance_table(db, run_ids: dict[str, int]) -> str:
                 own = fn == "variant"
                 cells = [model, v["variant"], v["variant"][:8] if own else "(eager)", _f(pc),
                          _f(ref.get("engine_per_call_ms")), _f(ref.get("timer_per_call_ms")),
-                         _pct(ref.get("engine_per_call_ms"), ref.get("timer_per_call_ms")),
-                         _f(ref.get("do_bench_sync_ms")), _f(pl),
-                         _f(ref.get("engine_pipelined_ms")), _f(ref.get("timer_blocked_ms")),
-                         _pct(ref.get("engine_pipelined_ms"), ref.get("timer_blocked_ms")),
+                         _f(ref.get("timer_net_ms")), gap(ref.get("per_call_vs_timer_net")),
+                         _f(ref.get("do_bench_sync_ms")), gap(ref.get("per_call_vs_do_bench_sync")),
+                         _f(pl), _f(ref.get("engine_pipelined_ms")),
+                         _f(ref.get("timer_blocked_ms")), gap(ref.get("pipelined_vs_blocked")),
                          _f(ref.get("do_bench_ms")),
                          _f(v.get("device_busy_ms_per_call")) if own else "",
                          _f(ref.get("naive_no_sync_ms")),

@@ -48,7 +48,7 @@ def measure_model(model_name: str, dims: dict, device: str, reps: int, samples: 
     model, inputs = build({"dtype": "float32", "seed": 0, "model": model_name}, dims, device)
     compiled = torch.compile(model)
     fns = {"eager": lambda: model(*inputs), "compiled": lambda: compiled(*inputs)}
-    budget = dict(min_samples=samples, min_time_s=0.0, max_time_s=30.0, k=20)
+    budget = dict(min_samples=samples, min_time_s=0.0, max_time_s=30.0, k=50)
     acc: dict[tuple[str, str, str], list[float]] = {}
     with torch.no_grad():
         for _ in range(10):

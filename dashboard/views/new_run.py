@@ -118,7 +118,7 @@ with st.expander("Measurement budget"):
         field_error("warmup_calls")
         min_samples = st.number_input("Minimum samples", value=30, step=1, key="min_samples")
         field_error("min_samples")
-        pipeline_k = st.number_input("Pipelined calls K", value=20, step=1, key="pipeline_k",
+        pipeline_k = st.number_input("Pipelined calls K", value=50, step=1, key="pipeline_k",
                                      help="K back-to-back calls, one synchronise.")
         field_error("pipeline_k")
     with m2:
