@@ -25,14 +25,19 @@ def _cpu_name() -> str:
 
 
 def project_commit() -> str | None:
-    """The git commit of this checkout; COMPILELAB_COMMIT where the tree is a copy without .git
-    (the GPU host receives a copy of the working tree)."""
+    """The git commit of this checkout, with "+dirty" when tracked files differ from it (then the
+    code that measured is not exactly that commit); COMPILELAB_COMMIT where the tree is a copy
+    without .git."""
     if os.environ.get("COMPILELAB_COMMIT"):
         return os.environ["COMPILELAB_COMMIT"]
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
-                             text=True, timeout=5)
-        return out.stdout.strip() or None
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+                              text=True, timeout=5).stdout.strip()
+        if not head:
+            return None
+        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                 cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
+        return head + ("+dirty" if changed.returncode == 0 and changed.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return None
 

@@ -1,0 +1,123 @@
+"""Why one call timed with CUDA events and the same call timed by ``Timer.timeit(1)`` can differ.
+
+    python scripts/per_call_methods.py [--device cuda] [--samples 300]
+
+For the seed MLP and the pointwise chain, eager and torch.compile (default), in one process, the
+methods below take turns sample by sample (each after two untimed calls, as ``timeit`` does), and
+the script prints each one's median and its median paired gap to ``timeit(1)``:
+- ``events``: the engine's per-call timer (fresh CUDA events, Python's garbage collector on);
+- ``events, gc off``: the same with the garbage collector off, as ``timeit`` runs;
+- ``events, made once``: two CUDA events created (and recorded once) before timing, so no event
+  is created inside the timed window (the engine's timer creates ``end`` lazily inside it);
+- ``host clock``: synchronise, perf_counter, call, synchronise, perf_counter (collector on);
+- ``host clock, gc off``;
+- ``timeit(1)``: torch.utils.benchmark.Timer (which turns the collector off while it times).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+from torch.utils.benchmark import Timer as TorchTimer  # noqa: E402
+
+from engine.child import build  # noqa: E402
+from engine.hostload import settle_compile_workers  # noqa: E402
+from engine.timing import Timer  # noqa: E402
+
+MODELS = [("mlp", {"batch": 32, "hidden": 1024}),
+          ("pointwise_chain", {"batch": 64, "width": 4096, "depth": 8})]
+
+
+def _gc_off(measure):
+    def run(fn):
+        gc.disable()
+        try:
+            return measure(fn)
+        finally:
+            gc.enable()
+    return run
+
+
+def methods(timer: Timer) -> dict:
+    def host_clock(fn) -> float:
+        timer.sync()
+        t0 = time.perf_counter()
+        fn()
+        timer.sync()
+        return (time.perf_counter() - t0) * 1e3
+
+    made: list = []
+
+    def events_made_once(fn) -> float:
+        if not made:
+            made.extend(torch.cuda.Event(enable_timing=True) for _ in range(2))
+            for e in made:
+                e.record()  # torch creates the CUDA event on its first record
+        start, end = made
+        timer.sync()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    out = {"events": timer.per_call_ms, "events, gc off": _gc_off(timer.per_call_ms),
+           "host clock": host_clock, "host clock, gc off": _gc_off(host_clock)}
+    if timer.cuda:
+        out["events, made once"] = events_made_once
+    return out
+
+
+def compare(name: str, fn, timer: Timer, samples: int) -> list[str]:
+    ref = TorchTimer("fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+    ms = methods(timer)
+    got: dict[str, list[float]] = {m: [] for m in [*ms, "timeit(1)"]}
+    for i in range(samples):
+        order = [*ms, "timeit(1)"]
+        if i % 2:
+            order.reverse()
+        for m in order:
+            fn()
+            fn()
+            got[m].append(ref.timeit(1).median * 1e3 if m == "timeit(1)" else ms[m](fn))
+    lines = []
+    for m, vals in got.items():
+        gap = statistics.median(a / b - 1 for a, b in zip(vals, got["timeit(1)"], strict=True))
+        lines.append(f"{name:28s} {m:20s} {statistics.median(vals):9.4f} {gap * 100:+7.1f}")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--samples", type=int, default=300)
+    args = ap.parse_args()
+    timer = Timer(args.device)
+    print(f"{'function':28s} {'method':20s} {'median ms':>9s} {'vs timeit':>7s}")
+    for model_name, dims in MODELS:
+        model, inputs = build({"dtype": "float32", "seed": 0, "model": model_name}, dims,
+                              args.device)
+        compiled = torch.compile(model)
+        with torch.no_grad():
+            for _ in range(10):
+                compiled(*inputs)
+            settle_compile_workers()
+            fns = {"eager": lambda m=model, i=inputs: m(*i),
+                   "default": lambda c=compiled, i=inputs: c(*i)}
+            for variant, fn in fns.items():
+                label = f"{model_name} {variant}"
+                for line in compare(label, fn, timer, args.samples):
+                    print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
