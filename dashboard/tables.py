@@ -41,6 +41,7 @@ VARIANT_COLUMNS = [
     ("max_abs_err", "max_abs_err"),
     ("correct", "correct"),
     ("timer", "timer"),
+    ("host_other_busy_cores", "other_processes_busy_cpu_cores"),
 ]
 
 

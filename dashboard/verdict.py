@@ -61,6 +61,27 @@ def _v(row: pd.Series, key: str) -> float | None:
     return fmt.num(row.get(key)) if key in row.index else None
 
 
+# Cores that other processes kept busy while a variant was timed, from which a run is flagged:
+# small models are launch-bound, so a neighbour on the CPU slows their calls directly.
+BUSY_HOST_CORES = 0.5
+
+
+def busy_host_warning(variants: pd.DataFrame) -> str | None:
+    """One caution naming the variants timed while other processes kept the CPU busy."""
+    if "host_other_busy_cores" not in variants.columns:
+        return None
+    busy = [(str(r["variant"]), float(r["host_other_busy_cores"]))
+            for _, r in variants.iterrows()
+            if fmt.num(r.get("host_other_busy_cores")) is not None
+            and r["host_other_busy_cores"] >= BUSY_HOST_CORES]
+    if not busy:
+        return None
+    worst = max(cores for _, cores in busy)
+    return (f"{_join([v for v, _ in busy])} {'was' if len(busy) == 1 else 'were'} timed while "
+            f"other processes kept up to {worst:.1f} CPU cores busy; launch-bound calls read "
+            "slower then. Re-run on a quiet machine before trusting these figures.")
+
+
 def verdict_for_run(variants: pd.DataFrame, run_id: int | None = None) -> Verdict:
     """Build the verdict for one run from its ``variants`` rows (other runs' rows are ignored)."""
     df = variants
@@ -92,6 +113,9 @@ def verdict_for_run(variants: pd.DataFrame, run_id: int | None = None) -> Verdic
     if noisy:  # one line for all of them: four identical cautions buried the verdict
         warnings.append(f"{_join(noisy)} measurements are noisy (IQR > 10 % of median); "
                         "re-run on a quiet machine before trusting small differences.")
+    busy = busy_host_warning(ok)
+    if busy:
+        warnings.append(busy)
     eager_own = _v(eager, "median_ms")
     for _, r in compiled.iterrows():
         paired = _v(r, "eager_median_ms")

@@ -6,6 +6,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+# Cores that other processes kept busy during a variant's timing, from which `show` says so
+# (the dashboard's verdict uses the same threshold).
+BUSY_HOST_CORES = 0.5
+
 ROW = [
     ("variant", "variant", "{}"),
     ("status", "status", "{}"),
@@ -105,6 +109,11 @@ def format_run(db: Any, run_id: int) -> str:
                 lines.append("  ".join("-" * w for w in widths))
         lines.append(f"  median ms/call: steady-state per-call time ({timer}, synchronised); "
                      "pipelined: K calls back to back, one sync, / K.")
+        for r in rows:
+            busy = r.get("host_other_busy_cores")
+            if not _blank(busy) and busy >= BUSY_HOST_CORES:
+                lines.append(f"  host busy [{r['variant']}]: other processes kept {busy:.1f} CPU "
+                             "cores busy while it was timed; its figures may read slow.")
         for r in rows:
             if r["status"] != "ok":
                 lines.append(f"  {r['variant']} {r['status']}: {r.get('error')}")

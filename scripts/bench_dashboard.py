@@ -3,7 +3,7 @@
     .venv/bin/python scripts/bench_dashboard.py [--runs 10000] [--repeat 5] [--db PATH]
 
 1. Fills a SQLite database (a temporary one, or --db topped up to --runs) with stored runs:
-   the six H200 runs of data/h200_bundle.json imported again and again through
+   the four H200 runs of data/h200_bundle.json imported again and again through
    ``storage.import_bundle`` (the bulk path storage offers; no SQL here), each copy moved six
    hours back in time so the history spans months and "newest first" means something.
 2. Times, server side (no browser), the first and the median of ``--repeat`` builds of

@@ -92,7 +92,13 @@ VARIANT_COLUMNS: list[str] = [
     "correct",
     "compile_phases_s",
     "cudagraph_skips",
+    # Read from the result's ``extra``, not a column of its own: cores that other processes
+    # kept busy while the steady-state rounds ran (None for results from before the engine
+    # measured it, or without /proc/stat).
+    "host_other_busy_cores",
 ]
+# VARIANT_COLUMNS that are fields inside VariantResult.extra.
+_FROM_EXTRA = ("host_other_busy_cores",)
 GRAPH_BREAK_COLUMNS = ["run_id", "variant", "reason", "file", "line", "count"]
 RECOMPILE_COLUMNS = ["run_id", "variant", "reason", "call_index", "dim_value"]
 SWEEP_COLUMNS = [
@@ -126,6 +132,7 @@ _NUMERIC_COLUMNS = {
     "round_index",
     "ms",
     *(name for name, kind in RESULT_FIELDS.items() if kind in ("int", "float")),
+    *_FROM_EXTRA,
     *(name for name, kind in STATS_FIELDS.items() if kind in ("int", "float")),
     *(
         name
@@ -136,7 +143,9 @@ _NUMERIC_COLUMNS = {
 }
 # VariantResult columns read for load_runs (the series feed the warmup/samples frames).
 _SERIES = ["warmup_ms", *SAMPLE_KINDS.values()]
-_VARIANT_SELECT = [c for c in VARIANT_COLUMNS if c not in ("run_id",)] + _SERIES
+_VARIANT_SELECT = [c for c in VARIANT_COLUMNS if c not in ("run_id", *_FROM_EXTRA)] + _SERIES + [
+    "extra"
+]
 
 Filter = str | Iterable[str] | None
 
@@ -377,7 +386,10 @@ def load_runs(db: Database, run_ids: Iterable[int]) -> dict[str, pd.DataFrame]:
 
     variant_records, warmup, samples = [], [], []
     for r in variant_rows:
-        variant_records.append(tuple(getattr(r, c) for c in VARIANT_COLUMNS))
+        extra = r.extra if isinstance(r.extra, dict) else {}
+        variant_records.append(
+            tuple(extra.get(c) if c in _FROM_EXTRA else getattr(r, c) for c in VARIANT_COLUMNS)
+        )
         warmup += [(r.run_id, r.variant, i, ms) for i, ms in enumerate(r.warmup_ms or [], 1)]
         for kind, column in SAMPLE_KINDS.items():
             series = getattr(r, column) or []

@@ -1,7 +1,7 @@
 """The dashboard in a real browser: a headless ``streamlit run`` server (polled on
 /_stcore/health) and a real engine worker (``python -m engine worker``, on the CPU), driven by
 Playwright in the system Chromium, against a SQLite file seeded with the H200 bundle
-(data/h200_bundle.json: six runs measured on an NVIDIA H200).
+(data/h200_bundle.json: four runs measured on an NVIDIA H200).
 
 Catches what AppTest cannot: URL routing of permalinks on a freshly started server, the plotly
 charts actually drawn, a run queued from the form and measured by the worker with live progress,
@@ -73,7 +73,7 @@ def shots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """(base URL, ids of the six imported H200 runs, database URL); a worker serves the queue."""
+    """(base URL, ids of the four imported H200 runs, database URL); a worker serves the queue."""
     if not CHROMIUM or not Path(CHROMIUM).exists():
         pytest.skip("no Chromium (set COMPILELAB_CHROMIUM or install chromium)")
     pytest.importorskip("playwright.sync_api")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 from test_dashboard_data import bert_results, frames, mlp_results, variant_result
 
 from dashboard.verdict import verdict_for_run
@@ -108,3 +109,21 @@ def test_noisy_variants_share_one_caution():
     assert noisy == ["eager, default, reduce-overhead and max-autotune measurements are noisy "
                      "(IQR > 10 % of median); re-run on a quiet machine before trusting small "
                      "differences."]
+
+
+def test_busy_host_is_flagged_once_with_the_worst_figure():
+    df = pd.DataFrame([
+        {"variant": "eager", "status": "ok", "median_ms": 0.06, "host_other_busy_cores": 0.0},
+        {"variant": "default", "status": "ok", "median_ms": 0.15, "speedup": 0.4,
+         "speedup_ci_low": 0.38, "speedup_ci_high": 0.42, "eager_median_ms": 0.06,
+         "host_other_busy_cores": 1.3},
+        {"variant": "max-autotune", "status": "ok", "median_ms": 0.13, "speedup": 0.5,
+         "speedup_ci_low": 0.48, "speedup_ci_high": 0.52, "eager_median_ms": 0.06,
+         "host_other_busy_cores": 0.7},
+    ])
+    v = verdict_for_run(df)
+    busy = [w for w in v.warnings if "CPU cores busy" in w]
+    assert len(busy) == 1
+    assert "default and max-autotune were timed" in busy[0] and "1.3" in busy[0]
+    quiet = df.assign(host_other_busy_cores=[0.0, 0.1, None])
+    assert not [w for w in verdict_for_run(quiet).warnings if "CPU cores busy" in w]

@@ -134,11 +134,14 @@ SHIPPED_BUNDLE = Path(__file__).resolve().parent.parent / "data" / "h200_bundle.
 @pytest.mark.skipif(not SHIPPED_BUNDLE.exists(), reason="data/h200_bundle.json not present")
 def test_the_shipped_h200_bundle_imports(target):
     text = SHIPPED_BUNDLE.read_text()
-    assert json.loads(text)["version"] == 1
+    assert json.loads(text)["version"] == 2
     new_ids = import_bundle(target, text)
     frames = load_runs(target, new_ids)
-    assert len(frames["runs"]) == len(new_ids) > 0
-    assert not frames["sweep_points"].empty
+    assert len(frames["runs"]) == len(new_ids) == 4
+    assert set(frames["runs"]["gpu"]) == {"NVIDIA H200"}
+    sweep = frames["sweep_points"]
+    # the compiled sweep carries the paired eager median at every value
+    assert sweep.loc[sweep["variant"] == "default", "eager_median_ms"].notna().all()
 
 
 def test_import_of_a_dict_and_of_bytes(target, bundle):

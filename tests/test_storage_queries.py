@@ -224,3 +224,18 @@ def test_list_runs_and_load_runs_are_fast_on_10k_runs(big_db):
     )
     elapsed = _best_of(lambda: load_runs(big_db, ids))
     assert elapsed < 0.3, f"load_runs of 4 runs took {elapsed:.2f} s"
+
+
+def test_host_load_comes_from_extra_and_show_says_when_it_was_busy(db):
+    from engine.report import format_run
+
+    run_id = enqueue_run(db, run_spec())
+    claim_next_run(db, "w")
+    save_variant_result(db, run_id, variant_result("eager", host_other_busy_cores=0.1))
+    save_variant_result(db, run_id, variant_result("reduce-overhead", host_other_busy_cores=1.4))
+    finish_run(db, run_id, "done", environment=ENVIRONMENT)
+    variants = load_runs(db, [run_id])["variants"]
+    assert variants["host_other_busy_cores"].tolist() == [0.1, 1.4]
+    text = format_run(db, run_id)
+    assert "host busy [reduce-overhead]: other processes kept 1.4 CPU cores busy" in text
+    assert "host busy [eager]" not in text
