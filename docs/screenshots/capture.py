@@ -4,8 +4,8 @@
 
 Imports the bundle into a fresh SQLite file, starts ``streamlit run dashboard/app.py`` headless
 on a free port against it, and saves full-page PNGs (1400 px wide) next to this file once every
-plotly chart on the page has drawn. Run ids are those of the fresh database: 1-4 from the first
-acceptance run (mlp, pointwise_chain, graph_breaks, varying_seq sweep), 5-6 from the second.
+plotly chart on the page has drawn. Run ids are those of the fresh database: 1-4 are the bundle's
+runs in order (mlp, pointwise_chain, graph_breaks, varying_seq sweep).
 """
 
 from __future__ import annotations
