@@ -564,7 +564,65 @@ def sweep_latency(sweep_points: pd.DataFrame, dim: str = "swept dim") -> go.Figu
     if sweep_points is None or sweep_points.empty:
         return empty_figure(title, "This run has no sweep points.", x_title, y_title)
     df = _sweep_frame(sweep_points, "median_ms")
-    return _sweep_lines(df, "median_ms", title, x_title, y_title, error_bars=True)
+    fig = _sweep_lines(df, "median_ms", title, x_title, y_title, error_bars=True)
+    paired = _paired_sweep(df)
+    if paired.empty:
+        return fig
+    multi = _multi_run(df)
+    for (run_id, variant), g in paired.groupby(["run_id", "variant"], sort=False):
+        # Eager timed in the same rounds as this variant, in its process: the fair baseline at
+        # each value when the host's speed drifts between processes.
+        label = f"{'#' + str(run_id) + ' ' if multi else ''}eager, paired in {variant}'s process"
+        fig.add_trace(go.Scatter(
+            name=label, x=g["value"], y=g["eager_median_ms"], mode="lines+markers",
+            line={"color": EAGER, "dash": "dot"}, marker={"symbol": "circle-open"},
+            hovertemplate="%{x}<br>%{y:.4g} ms<extra>" + label + "</extra>",
+        ))
+    return fig
+
+
+def _paired_sweep(df: pd.DataFrame) -> pd.DataFrame:
+    """Compiled sweep points that carry the paired eager median (runs measured before storage
+    kept it have none)."""
+    if "eager_median_ms" not in df.columns:
+        return df[:0]
+    out = df[df["variant"] != "eager"].copy()
+    out["eager_median_ms"] = _col(out, "eager_median_ms")
+    return out.dropna(subset=["eager_median_ms", "median_ms"])
+
+
+def sweep_speedup(sweep_points: pd.DataFrame, dim: str = "swept dim") -> go.Figure:
+    """Speedup at each swept value: paired eager median ÷ compiled median, both from the same
+    rounds in the compiled variant's process. Green above 1.0× (faster), red below."""
+    title = f"Sweep: speedup over eager at each {dim} value (×)"
+    x_title, y_title = f"{dim} (value)", "speedup over eager (×, paired rounds)"
+    if sweep_points is None or sweep_points.empty:
+        return empty_figure(title, "This run has no sweep points.", x_title, y_title)
+    df = _paired_sweep(_sweep_frame(sweep_points, "median_ms"))
+    if df.empty:
+        return empty_figure(title, "No paired eager figures at the swept values (runs measured "
+                            "before Compile Lab stored them).", x_title, y_title)
+    df = df.assign(s=df["eager_median_ms"] / df["median_ms"])
+    multi = _multi_run(df)
+    dashes = _dash_for_runs(df)
+    fig = go.Figure()
+    for (run_id, variant), g in df.groupby(["run_id", "variant"], sort=False):
+        label = f"#{run_id} {variant}" if multi else str(variant)
+        fig.add_trace(go.Scatter(
+            name=label, x=g["value"], y=g["s"], mode="lines+markers",
+            line={"color": variant_colour(variant), "dash": dashes.get(run_id, "solid")},
+            marker={"size": 11, "color": [FASTER if v >= 1 else SLOWER for v in g["s"]],
+                    "line": {"width": 1, "color": variant_colour(variant)}},
+            hovertemplate="%{x}<br>%{y:.2f}× eager<extra>" + label + "</extra>",
+        ))
+    fig.add_hline(y=1.0, line_dash="dash", line_color="#000000", line_width=1.5,
+                  annotation_text="eager = 1.0×", annotation_position="top right")
+    values = sorted(set(df["value"]))
+    if len(values) >= 3 and values[0] > 0 and values[-1] / values[0] >= 4:
+        fig.update_xaxes(type="log", tickvals=values, ticktext=[f"{v:g}" for v in values])
+    return _layout(fig, title, x_title, y_title,
+                   "eager median ÷ compiled median at each value, same rounds · green: faster, "
+                   "red: slower than eager")
 
 
 def sweep_first_call(sweep_points: pd.DataFrame, dim: str = "swept dim") -> go.Figure:

@@ -170,14 +170,30 @@ def test_device_busy_empty_without_busy_times():
 def test_sweep_latency_and_first_call_mark_recompiles():
     f = frames({5: sweep_results()})
     fig = charts.sweep_latency(f["sweep_points"], "seq")
-    assert [t.name for t in fig.data] == ["eager", "default", "recompiled at this value"]
-    assert list(fig.data[-1].x) == [64]
+    assert [t.name for t in fig.data] == ["eager", "default", "recompiled at this value",
+                                          "eager, paired in default's process"]
+    assert list(fig.data[-1].y) == [2.0, 3.2, 2.5] and fig.data[-1].line.dash == "dot"
+    assert list(fig.data[2].x) == [64]
     assert fig.layout.xaxis.title.text == "seq (value)"
     assert "(ms" in _title(fig) and "seq" in _title(fig)
     assert fig.data[1].error_y.visible
     fig = charts.sweep_first_call(f["sweep_points"], "seq")
     assert fig.layout.yaxis.type == "log"
     assert len(fig.data) == 3
+
+
+def test_sweep_speedup_uses_the_paired_eager_and_colours_by_side_of_one():
+    f = frames({5: sweep_results()})
+    fig = charts.sweep_speedup(f["sweep_points"], "seq")
+    assert [t.name for t in fig.data] == ["default"]  # eager is the baseline, not a line
+    assert [round(v, 3) for v in fig.data[0].y] == [2.0, 2.0, 0.862]
+    assert list(fig.data[0].marker.color) == [charts.FASTER, charts.FASTER, charts.SLOWER]
+    assert "(×" in _title(fig) and "seq" in _title(fig)
+    # sweep points stored before the paired eager median: an empty state that says why
+    old = f["sweep_points"].assign(eager_median_ms=None)
+    fig = charts.sweep_speedup(old, "seq")
+    assert len(fig.data) == 0 and "paired eager" in charts.empty_message(fig)
+    assert len(charts.sweep_latency(old, "seq").data) == 3
 
 
 def test_multi_run_labels_and_dashes():
@@ -200,7 +216,8 @@ def test_empty_inputs_give_titled_empty_state(builder):
 
 def test_empty_long_frames():
     for fig in (charts.warmup_curve(pd.DataFrame()), charts.latency_distribution(pd.DataFrame()),
-                charts.sweep_latency(pd.DataFrame()), charts.sweep_first_call(pd.DataFrame())):
+                charts.sweep_latency(pd.DataFrame()), charts.sweep_first_call(pd.DataFrame()),
+                charts.sweep_speedup(pd.DataFrame())):
         assert len(fig.data) == 0 and fig.layout.annotations
 
 

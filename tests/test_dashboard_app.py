@@ -261,7 +261,7 @@ def test_sweep_page(db):
     at = app("sweep")
     no_exceptions(at)
     assert at.multiselect(key="sweep-runs").value == [run_id]
-    assert plotly_count(at) == 2
+    assert plotly_count(at) == 3  # latency, speedup at each value, first call
     assert at.query_params["runs"] == str(run_id)
 
 
@@ -279,7 +279,7 @@ def test_sweep_permalink_reaches_a_sweep_older_than_the_listed_runs(db, monkeypa
     no_exceptions(at)
     assert at.multiselect(key="sweep-runs").value == [old, plain]
     assert f"#{newer} varying_seq · sweep seq · done" in at.multiselect(key="sweep-runs").options
-    assert plotly_count(at) == 2
+    assert plotly_count(at) == 3
     assert f"Not a sweep (no swept dim): #{plain}" in texts(at.warning)
 
 

@@ -223,12 +223,15 @@ def test_sweep_view_of_the_h200_varying_seq_run(server, browser, shots):
     base, ids, _ = server
     sweep = ids[3]
     page = _page(browser, f"{base}/sweep?runs={sweep}")
-    _charts_drawn(page, 2)
+    _charts_drawn(page, 3)
     _no_exceptions(page)
     _shot(page, shots, "h200-sweep")
     assert _chart_titles(page) == ["Sweep: steady-state latency vs seq (ms)",
+                                   "Sweep: speedup over eager at each seq value (×)",
                                    "Sweep: first call at each seq value (ms, log scale)"]
     assert page.locator(f"{PLOTS} .legendtext", has_text="recompiled at this value").count() == 2
+    assert page.locator(f"{PLOTS} .legendtext",
+                        has_text="eager, paired in default's process").count() == 1
     page.close()
 
 

@@ -126,14 +126,16 @@ def bert_results() -> list[dict]:
 def sweep_results() -> list[dict]:
     sweep_default = [
         {"value": 32, "first_call_ms": 4000.0, "median_ms": 1.0, "p10_ms": 0.95,
-         "p90_ms": 1.1, "n": 30, "recompiled": False},
+         "p90_ms": 1.1, "n": 30, "recompiled": False, "eager_median_ms": 2.0},
         {"value": 64, "first_call_ms": 2500.0, "median_ms": 1.6, "p10_ms": 1.5, "p90_ms": 1.7,
-         "n": 30, "recompiled": True},
+         "n": 30, "recompiled": True, "eager_median_ms": 3.2},
+        # paired eager faster than compiled at the largest value
         {"value": 128, "first_call_ms": 3.0, "median_ms": 2.9, "p10_ms": 2.8, "p90_ms": 3.1,
-         "n": 30, "recompiled": False},
+         "n": 30, "recompiled": False, "eager_median_ms": 2.5},
     ]
     sweep_eager = [{**p, "first_call_ms": p["median_ms"] * 2, "median_ms": p["median_ms"] * 2,
-                    "p10_ms": p["p10_ms"] * 2, "p90_ms": p["p90_ms"] * 2, "recompiled": False}
+                    "p10_ms": p["p10_ms"] * 2, "p90_ms": p["p90_ms"] * 2, "recompiled": False,
+                    "eager_median_ms": p["median_ms"] * 2}
                    for p in sweep_default]
     rc = [{"reason": "size of seq changed 32 -> 64", "call_index": None, "dim_value": 64}]
     return [
@@ -183,7 +185,7 @@ def frames(results_by_run: dict[int, list[dict]]) -> dict[str, pd.DataFrame]:
                                                  "dim_value"]),
         "sweep_points": pd.DataFrame(sweeps, columns=[
             "run_id", "variant", "value", "first_call_ms", "median_ms", "p10_ms", "p90_ms", "n",
-            "recompiled"]),
+            "recompiled", "eager_median_ms"]),
         "warmup": pd.DataFrame(warm, columns=["run_id", "variant", "call_index", "ms"]),
         "samples": pd.DataFrame(samples, columns=["run_id", "variant", "kind", "round_index",
                                                   "ms"]),

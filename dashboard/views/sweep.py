@@ -55,6 +55,7 @@ for dim, group in runs.groupby(runs["sweep_dim"].fillna("swept dim")):
     ids = set(group["run_id"].astype(int))
     pts = points[points["run_id"].astype(int).isin(ids)]
     widgets.show_figure(charts.sweep_latency(pts, str(dim)), f"sweep-latency-{dim}")
+    widgets.show_figure(charts.sweep_speedup(pts, str(dim)), f"sweep-speedup-{dim}")
     widgets.show_figure(charts.sweep_first_call(pts, str(dim)), f"sweep-first-{dim}")
 
 st.subheader("Recompiles")

@@ -31,7 +31,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"
 SHOTS = [
     ("compare_h200_mlp.png", "compare?runs=1", 8),
     ("compare_h200_mlp_pointwise.png", "compare?runs=1,2", 8),
-    ("sweep_h200_varying_seq.png", "sweep?runs=4", 2),
+    ("sweep_h200_varying_seq.png", "sweep?runs=4", 3),
     ("runs_h200.png", "runs?selected=1,2", 0),
 ]
 
