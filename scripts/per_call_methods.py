@@ -5,10 +5,10 @@
 For the seed MLP and the pointwise chain, eager and torch.compile (default), in one process, the
 methods below take turns sample by sample (each after two untimed calls, as ``timeit`` does), and
 the script prints each one's median and its median paired gap to ``timeit(1)``:
-- ``events``: the engine's per-call timer (fresh CUDA events, Python's garbage collector on);
+- ``events``: the engine's per-call timer (CUDA events made once, Python's garbage collector on);
 - ``events, gc off``: the same with the garbage collector off, as ``timeit`` runs;
-- ``events, made once``: two CUDA events created (and recorded once) before timing, so no event
-  is created inside the timed window (the engine's timer creates ``end`` lazily inside it);
+- ``events, fresh``: new CUDA events for every sample, as the engine did until 2026-12-02 (torch
+  creates an event on its first record, so the end event was created inside the window);
 - ``host clock``: synchronise, perf_counter, call, synchronise, perf_counter (collector on);
 - ``host clock, gc off``;
 - ``timeit(1)``: torch.utils.benchmark.Timer (which turns the collector off while it times).
@@ -54,15 +54,10 @@ def methods(timer: Timer) -> dict:
         timer.sync()
         return (time.perf_counter() - t0) * 1e3
 
-    made: list = []
-
-    def events_made_once(fn) -> float:
-        if not made:
-            made.extend(torch.cuda.Event(enable_timing=True) for _ in range(2))
-            for e in made:
-                e.record()  # torch creates the CUDA event on its first record
-        start, end = made
+    def events_fresh(fn) -> float:
         timer.sync()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
         end.record()
@@ -72,7 +67,7 @@ def methods(timer: Timer) -> dict:
     out = {"events": timer.per_call_ms, "events, gc off": _gc_off(timer.per_call_ms),
            "host clock": host_clock, "host clock, gc off": _gc_off(host_clock)}
     if timer.cuda:
-        out["events, made once"] = events_made_once
+        out["events, fresh"] = events_fresh
     return out
 
 

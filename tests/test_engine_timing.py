@@ -98,11 +98,11 @@ def test_cross_check_pairs_engine_and_library_timers(backend):
     compiled = torch.compile(model, backend=backend)
     with torch.no_grad():
         out = cross_check({"eager": lambda: model(x), "variant": lambda: compiled(x)},
-                          Timer("cpu"), k=10, reps=2, samples=10)
+                          Timer("cpu"), k=10, reps=3, samples=20)
     for name in ("eager", "variant"):
         row = out[name]
         assert "error" not in row, row
-        assert row["pairs"] == 20 and row["reps"] == 2
+        assert row["pairs"] == 60 and row["reps"] == 3
         for key in ("engine_per_call_ms", "timer_per_call_ms", "timer_net_ms", "engine_pipelined_ms",
                     "timer_blocked_ms", "naive_no_sync_ms"):
             assert row[key] > 0, key
@@ -111,3 +111,43 @@ def test_cross_check_pairs_engine_and_library_timers(backend):
         assert abs(row["per_call_vs_timer_net"]) < 0.5, row
         assert abs(row["pipelined_vs_blocked"]) < 0.5, row
         assert row["per_call_vs_do_bench_sync"] is None  # no do_bench without CUDA
+
+
+def test_cuda_timer_makes_its_two_events_once_before_any_window(monkeypatch):
+    """No GPU here: a stand-in for torch.cuda.Event records the order of calls. Events must be
+    created (torch creates them on the first record) before the first timed window, then reused,
+    so no event is ever created inside a window."""
+    log: list[str] = []
+
+    class FakeEvent:
+        made = 0
+
+        def __init__(self, enable_timing: bool = False) -> None:
+            assert enable_timing
+            FakeEvent.made += 1
+            self.name = f"e{FakeEvent.made}"
+
+        def record(self) -> None:
+            log.append(f"record {self.name}")
+
+        def synchronize(self) -> None:
+            log.append(f"sync {self.name}")
+
+        def elapsed_time(self, other: FakeEvent) -> float:
+            return 0.25
+
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: log.append("device sync"))
+    timer = Timer("cuda")
+    fn = lambda: log.append("call")  # noqa: E731
+    assert timer.per_call_ms(fn) == 0.25
+    assert timer.pipelined_ms(fn, 2) == 0.125
+    assert timer.per_call_ms(fn) == 0.25
+    assert FakeEvent.made == 2
+    first_call = log.index("call")
+    # both events recorded (so created) and the device synchronised before the first window
+    assert log[:first_call] == ["device sync", "record e1", "record e2", "device sync",
+                                "record e1"]
+    assert log[first_call:] == ["call", "record e2", "sync e2",
+                                "device sync", "record e1", "call", "call", "record e2", "sync e2",
+                                "device sync", "record e1", "call", "record e2", "sync e2"]
