@@ -318,6 +318,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
     except torch.cuda.OutOfMemoryError as e:
         res.update(status="failed", failure_kind="oom", error=f"out of memory while {stage}: "
                    + str(e).splitlines()[0][:300])
+        res["stderr_tail"] = traceback.format_exc()[-4000:]
     except Exception as e:  # every failure is a result: keep what was measured, say why
         kind = "compile_error" if stage == "compiling" else "error"
         first = (str(e).strip().splitlines() or [""])[0][:500]

@@ -135,6 +135,32 @@ def test_bad_input_is_refused_clearly_and_nothing_is_stored(db_url, args, messag
     assert queries.list_runs(open_database(db_url)).empty
 
 
+def test_segfault_oom_and_compile_failure_are_failed_results(db_url):
+    """The other failures of issue 2: a compiled child killed by SIGSEGV, one that runs out of
+    memory while compiling (torch.OutOfMemoryError, as the caching allocator raises it), and a
+    compile that fails (fullgraph=True on a model with graph breaks). Each is stored as failed
+    with its kind, reason and stderr tail; eager finishes and the run completes."""
+    cases = [
+        ([f"{USER}:segfaults_when_compiled"], "crash", "SIGSEGV", None),
+        ([f"{USER}:runs_out_of_memory_when_compiled"], "oom",
+         "out of memory while compiling: CUDA out of memory", "OutOfMemoryError"),
+        (["graph_breaks", "--dim", "hidden=16", "--fullgraph"], "compile_error",
+         "Unsupported while compiling", "Unsupported"),
+    ]
+    for model, kind, text, in_stderr in cases:
+        p = run_cli("run", "--model", *model, "--variants", "eager,default", "--backend",
+                    "eager", "--no-warm-cache", "--timeout", "60", *FAST, "--json",
+                    db_url=db_url)
+        data = _load(db_url, _run_id(p))
+        assert data["runs"].iloc[0]["status"] == "done"
+        v = data["variants"].set_index("variant")
+        assert v.loc["eager", "status"] == "ok"
+        assert (v.loc["default", "status"], v.loc["default", "failure_kind"]) == ("failed", kind)
+        assert text in v.loc["default", "error"], v.loc["default", "error"]
+        if in_stderr:
+            assert in_stderr in v.loc["default", "stderr_tail"]
+
+
 def test_crashing_and_hanging_variants_are_failed_results(db_url):
     """A compiled child that calls os.abort() and one that hangs past its timeout: both stored
     as failed with their reason; eager is stored too and the run completes."""
