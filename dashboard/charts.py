@@ -341,9 +341,7 @@ def speedup(variants: pd.DataFrame) -> go.Figure:
             insidetextanchor="middle", customdata=ci_text,
             hovertemplate="%{x}<br>%{y:.2f}× eager<br>%{customdata}<extra>" + name + "</extra>",
         ))
-    fig.add_hline(y=1.0, line_dash="dash", line_color="#000000", line_width=1.5,
-                  annotation_text="eager = 1.0×", annotation_position="top right",
-                  annotation_bgcolor="rgba(255,255,255,0.8)")
+    _eager_line(fig)
     fig.update_xaxes(categoryorder="array", categoryarray=list(df["label"]))
     return _layout(fig, SPEEDUP_TITLE, x_title, y_title, SPEEDUP_SUB)
 
@@ -615,11 +613,8 @@ def sweep_speedup(sweep_points: pd.DataFrame, dim: str = "swept dim") -> go.Figu
                     "line": {"width": 1, "color": variant_colour(variant)}},
             hovertemplate="%{x}<br>%{y:.2f}× eager<extra>" + label + "</extra>",
         ))
-    fig.add_hline(y=1.0, line_dash="dash", line_color="#000000", line_width=1.5,
-                  annotation_text="eager = 1.0×", annotation_position="top right")
-    values = sorted(set(df["value"]))
-    if len(values) >= 3 and values[0] > 0 and values[-1] / values[0] >= 4:
-        fig.update_xaxes(type="log", tickvals=values, ticktext=[f"{v:g}" for v in values])
+    _eager_line(fig)
+    _sweep_x_axis(fig, df["value"])
     return _layout(fig, title, x_title, y_title,
                    "eager median ÷ compiled median at each value, same rounds · green: faster, "
                    "red: slower than eager")
@@ -665,11 +660,22 @@ def _sweep_lines(df, y, title, x_title, y_title, error_bars) -> go.Figure:
             text=_labels(rec, multi),
             hovertemplate="%{text}: recompiled at %{x}<extra></extra>",
         ))
-    values = sorted(set(df["value"]))
-    if len(values) >= 3 and values[0] > 0 and values[-1] / values[0] >= 4:
-        # doubling sweeps (16, 32, 64, …) read best on a log axis labelled with the values
-        fig.update_xaxes(type="log", tickvals=values, ticktext=[f"{v:g}" for v in values])
+    _sweep_x_axis(fig, df["value"])
     return _layout(fig, title, x_title, y_title, "✕ = the compiled model recompiled at this value")
+
+
+def _sweep_x_axis(fig: go.Figure, values: pd.Series) -> None:
+    """Doubling sweeps (16, 32, 64, …) read best on a log axis labelled with the values."""
+    ticks = sorted(set(values))
+    if len(ticks) >= 3 and ticks[0] > 0 and ticks[-1] / ticks[0] >= 4:
+        fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{v:g}" for v in ticks])
+
+
+def _eager_line(fig: go.Figure) -> None:
+    """The dashed 1.0× line that every speedup chart measures against."""
+    fig.add_hline(y=1.0, line_dash="dash", line_color="#000000", line_width=1.5,
+                  annotation_text="eager = 1.0×", annotation_position="top right",
+                  annotation_bgcolor="rgba(255,255,255,0.8)")
 
 
 ALL_COMPARE_FIGURES = (

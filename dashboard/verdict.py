@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dashboard import fmt
+from engine.hostload import BUSY_HOST_CORES
 
 TIE_BAND = 0.03  # pipelined ratios within ±3 % of 1.0 are called a tie (no CI for pipelined)
 
@@ -59,11 +60,6 @@ def _join(names: list[str]) -> str:
 
 def _v(row: pd.Series, key: str) -> float | None:
     return fmt.num(row.get(key)) if key in row.index else None
-
-
-# Cores that other processes kept busy while a variant was timed, from which a run is flagged:
-# small models are launch-bound, so a neighbour on the CPU slows their calls directly.
-BUSY_HOST_CORES = 0.5
 
 
 def busy_host_warning(variants: pd.DataFrame) -> str | None:

@@ -16,6 +16,10 @@ import os
 import time
 from typing import Any
 
+# Cores that other processes kept busy while a variant was timed, from which `show` and the
+# dashboard's verdict flag its figures (small models are launch-bound: a CPU neighbour slows them).
+BUSY_HOST_CORES = 0.5
+
 try:
     _TICK = float(os.sysconf("SC_CLK_TCK"))
 except (AttributeError, ValueError, OSError):

@@ -6,9 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-# Cores that other processes kept busy during a variant's timing, from which `show` says so
-# (the dashboard's verdict uses the same threshold).
-BUSY_HOST_CORES = 0.5
+from engine.hostload import BUSY_HOST_CORES
 
 ROW = [
     ("variant", "variant", "{}"),
