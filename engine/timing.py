@@ -22,23 +22,25 @@ class Timer:
         self.cuda = device.startswith("cuda")
         self.name = "cuda_event" if self.cuda else "perf_counter"
         self._events: tuple[torch.cuda.Event, torch.cuda.Event] | None = None
+        self._stream: torch.cuda.Stream | None = None
 
-    def _event_pair(self) -> tuple[torch.cuda.Event, torch.cuda.Event]:
-        """Start and end events, made once and reused. torch creates the CUDA event behind a
-        ``torch.cuda.Event`` on its first ``record()``; with fresh events per sample, the end
-        event was created inside the timed window, after the call. On the H200 host, per-call
-        figures then read above ``Timer.timeit(1)`` for the same calls: 26-27 µs for compiled
-        default and reduce-overhead calls, 22 µs for the eager pointwise chain, but 3 µs for the
-        eager MLP and 8 µs for max-autotune, whose last kernels may still run when the call
-        returns and so hide a cost after it. Event creation is such a cost, so both events are
-        created and recorded once here, before any window (not yet measured on a GPU)."""
-        if self._events is None:
+    def _event_pair(self) -> tuple[torch.cuda.Event, torch.cuda.Event, torch.cuda.Stream]:
+        """Start and end events and the stream they are recorded on, all looked up once, before
+        any timed window. Why: whatever the host does between the call's return and the moment
+        the end event is submitted lands inside the window when the device is already idle (the
+        launch-bound case). Two such costs were measured on an H100 host (torch 2.11,
+        ``scripts/per_call_methods.py``): ``record()`` without a stream looks up the current
+        stream, which made an empty event window read 11-15 µs, and a fresh ``torch.cuda.Event``
+        is created on its first ``record()``, another 2-4 µs. With the stream given and the
+        events reused, per-call medians agree with ``Timer.timeit(1)`` within 3 %."""
+        if self._events is None or self._stream is None:
+            self._stream = torch.cuda.current_stream()
             pair = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             for event in pair:
-                event.record()
+                event.record(self._stream)
             torch.cuda.synchronize()
             self._events = pair
-        return self._events
+        return self._events[0], self._events[1], self._stream
 
     def sync(self) -> None:
         if self.cuda:
@@ -57,10 +59,10 @@ class Timer:
             t0 = time.perf_counter()
             fn()
             return (time.perf_counter() - t0) * 1e3
-        start, end = self._event_pair()
-        start.record()
+        start, end, stream = self._event_pair()
+        start.record(stream)
         fn()
-        end.record()
+        end.record(stream)
         end.synchronize()
         return start.elapsed_time(end)
 
@@ -71,10 +73,10 @@ class Timer:
             for _ in range(k):
                 fn()
             return (time.perf_counter() - t0) * 1e3 / k
-        start, end = self._event_pair()
-        start.record()
+        start, end, stream = self._event_pair()
+        start.record(stream)
         for _ in range(k):
             fn()
-        end.record()
+        end.record(stream)
         end.synchronize()
         return start.elapsed_time(end) / k
