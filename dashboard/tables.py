@@ -147,7 +147,7 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 ENV_ORDER = ["host", "os", "cpu", "gpu_name", "gpu", "gpu_count", "driver", "cuda", "torch",
-             "triton", "python", "git_commit"]
+             "triton", "python", "commit"]
 
 
 def environment_rows(env: dict | None) -> pd.DataFrame:

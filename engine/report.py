@@ -93,7 +93,7 @@ def format_run(db: Any, run_id: int) -> str:
         f" | status {run['status']}" + (f": {run['error']}" if run.get("error") else ""),
         f"  gpu {env.get('gpu') or 'none'} | driver {env.get('driver') or '-'} | "
         f"torch {env.get('torch') or '-'} | triton {env.get('triton') or '-'} | "
-        f"host {env.get('host') or '-'} | commit {(env.get('commit') or '-')[:10]}",
+        f"host {env.get('host') or '-'} | commit {_short_commit(env.get('commit'))}",
     ]
     if rows:
         timer = next((r.get("timer") for r in rows if r.get("timer")), "?")
@@ -124,3 +124,12 @@ def format_run(db: Any, run_id: int) -> str:
             lines.append(f"  recompile [{rc['variant']}]{at}: {rc['reason']}")
         lines.append(verdict(rows))
     return "\n".join(lines)
+
+
+def _short_commit(commit: str | None) -> str:
+    """The first 10 hex digits, keeping the ``+dirty`` mark: it says the code that ran was not
+    exactly that commit."""
+    if not commit:
+        return "-"
+    sha, plus, rest = commit.partition("+")
+    return sha[:10] + plus + rest

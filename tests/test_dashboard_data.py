@@ -22,7 +22,7 @@ RUN_COLUMNS = [
 ENVIRONMENT = {
     "host": "gpu-box-1", "os": "Linux 6.8", "cpu": "AMD EPYC 9654", "gpu_name": "NVIDIA H200",
     "gpu_count": 1, "driver": "570.86", "cuda": "12.8", "torch": "2.11.0", "triton": "3.6.0",
-    "python": "3.11.9", "git_commit": "e0d35f8",
+    "python": "3.11.9", "commit": "e0d35f8+dirty",
 }
 
 

@@ -239,3 +239,16 @@ def test_host_load_comes_from_extra_and_show_says_when_it_was_busy(db):
     text = format_run(db, run_id)
     assert "host busy [reduce-overhead]: other processes kept 1.4 CPU cores busy" in text
     assert "host busy [eager]" not in text
+
+
+def test_show_keeps_the_dirty_mark_of_the_commit(db):
+    """The commit is shortened to 10 hex digits, but "+dirty" (the code that ran differed from
+    that commit) must survive: the H200 run of 2026-12-02 printed a bare "c4e9715da9"."""
+    from engine.report import format_run
+
+    run_id = enqueue_run(db, run_spec())
+    claim_next_run(db, "w")
+    save_variant_result(db, run_id, variant_result("eager"))
+    finish_run(db, run_id, "done", environment={
+        **ENVIRONMENT, "commit": "c4e9715da9b17c51c3079045bf878bfee747f2ca+dirty"})
+    assert "commit c4e9715da9+dirty" in format_run(db, run_id)
