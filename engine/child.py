@@ -248,7 +248,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 stage = "warm-up"
             res["warmup_ms"] = warm
             res["first_call_cold_s"] = warm[0] / 1e3
-            res["compile_phases_s"] = {} if is_eager else signals.compile_phases()
+            res["compile_phases_s"] = signals.compile_phases()
             if device.startswith("cuda"):
                 res["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated())
                 res["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved())
@@ -307,7 +307,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 if not is_eager:
                     res["eager_kernels_per_call"] = signals.profile_calls(
                         eager, 10, device.startswith("cuda"))["kernels_per_call"]
-            counts = {} if is_eager else signals.dynamo_counters()
+            counts = signals.dynamo_counters()
             res["recompiles"] = capture.recompiles
             res["cudagraph_skips"] = capture.cudagraph_skips
             if not is_eager:
@@ -349,7 +349,7 @@ def _measure_sweep_value(run, dims, dim, value, device, model, fn_for, *, timer,
     this shape shows any recompile stutter; then shorter interleaved rounds."""
     new_dims = {**dims, dim: value}
     _, inputs = build(run, new_dims, device)
-    before = 0 if is_eager else signals.compile_count()
+    before = signals.compile_count()
     capture.context = {"call_index": 1, "dim_value": value}
     first_ms = timer.wall_ms(lambda: fn_for(inputs))
     recompiled = (not is_eager) and signals.compile_count() > before

@@ -9,6 +9,7 @@ import linecache
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -72,13 +73,26 @@ def _recompile_reason(msg: str) -> str:
     return (reason or msg.strip())[:2000]
 
 
+def _dynamo_utils() -> Any | None:
+    """``torch._dynamo.utils`` if dynamo is loaded, else None. A process that never imported
+    dynamo compiled nothing, and importing it only to read empty counters costs seconds (3 s on a
+    2-core CPU): an eager child never compiles."""
+    if "torch._dynamo" not in sys.modules:
+        return None
+    try:
+        import torch._dynamo.utils as utils
+    except Exception:
+        return None
+    return utils
+
+
 def dynamo_counters() -> dict[str, Any]:
     """graph count and break count from dynamo's counters. ``graph_break`` alone undercounts when
     a break happens inside a resumed frame, so unique_graphs is reported beside it."""
-    try:
-        from torch._dynamo.utils import counters
-    except Exception:
+    utils = _dynamo_utils()
+    if utils is None:
         return {}
+    counters = utils.counters
     stats = counters.get("stats", {})
     return {
         "graph_count": int(stats.get("unique_graphs", 0)),
@@ -89,10 +103,9 @@ def dynamo_counters() -> dict[str, Any]:
 
 def compile_count() -> int:
     """How many frames dynamo has compiled so far (a recompile adds one)."""
+    utils = _dynamo_utils()
     try:
-        from torch._dynamo.utils import get_compilation_metrics
-
-        return len(get_compilation_metrics())
+        return len(utils.get_compilation_metrics()) if utils is not None else 0
     except Exception:
         return 0
 
@@ -101,10 +114,9 @@ def compile_phases() -> dict[str, float]:
     """Seconds spent per compile phase, summed over every frame compiled, from
     ``torch._dynamo.utils.get_compilation_metrics()`` (fields differ by release: take those
     present)."""
+    utils = _dynamo_utils()
     try:
-        from torch._dynamo.utils import get_compilation_metrics
-
-        metrics = get_compilation_metrics()
+        metrics = utils.get_compilation_metrics() if utils is not None else []
     except Exception:
         return {}
     fields = {

@@ -110,8 +110,10 @@ def methods(timer: Timer) -> dict:
 
     out = {"events": timer.per_call_ms,
            "events, timeit prelude": timeit_prelude(timer.per_call_ms),
-           "host clock, timeit prelude": timeit_prelude(host_clock), "events, gc off": _gc_off(timer.per_call_ms),
-           "host clock": host_clock, "host clock, gc off": _gc_off(host_clock)}
+           "host clock, timeit prelude": timeit_prelude(host_clock),
+           "events, gc off": _gc_off(timer.per_call_ms),
+           "host clock": host_clock,
+           "host clock, gc off": _gc_off(host_clock)}
     if timer.cuda:
         out["events, fresh"] = events_fresh
         out["one sample"] = one_sample
