@@ -16,6 +16,7 @@ import time
 
 _T0 = time.perf_counter()  # before importing torch: setup time includes the imports
 
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
@@ -154,6 +155,47 @@ def steady_rounds(
     return out
 
 
+class PhaseClock:
+    """Start and end (unix seconds) of each phase of this process, so that a test can show that
+    no timing window overlaps another process's compile (issue: time to answer)."""
+
+    def __init__(self) -> None:
+        self.phases: list[dict[str, Any]] = []
+
+    @contextlib.contextmanager
+    def phase(self, name: str):  # type: ignore[no-untyped-def]
+        start = time.time()
+        try:
+            yield
+        finally:
+            self.phases.append({"name": name, "start": start, "end": time.time()})
+
+
+def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[[], object]],
+                     budget: dict[str, Any], clock: PhaseClock, progress: Progress, phase: str,
+                     *, settle: bool) -> dict[str, Any]:
+    """Paired steady-state rounds in this process: one entry of the result's ``processes``.
+
+    Also keeps the pooled top-level series (``samples_ms`` ...), which the runner concatenates
+    over processes, and the host load (the highest over processes wins in the runner)."""
+    if settle:  # the compile-worker pool must not be starting while we time
+        progress("measuring", 0.3, force=True)
+        res["compile_workers"] = settle_compile_workers()
+    with HostLoad() as load, clock.phase("measure"):
+        rounds = steady_rounds(timer, fns, **budget,
+                               on_round=lambda f: progress("measuring", 0.3 + 0.5 * min(f, 1)))
+    src = rounds["eager" if "eager" in rounds else "variant"]
+    proc = {"phase": phase, "block": budget["block"], "pid": os.getpid(),
+            "host_other_busy_cores": load.other_busy_cores,
+            "samples_ms": rounds["variant"]["per_call"],
+            "pipelined_ms": rounds["variant"]["pipelined"],
+            "eager_samples_ms": src["per_call"], "eager_pipelined_ms": src["pipelined"]}
+    res["host_other_busy_cores"] = load.other_busy_cores
+    for key in ("samples_ms", "pipelined_ms", "eager_samples_ms", "eager_pipelined_ms"):
+        res[key] = proc[key]
+    return {**proc, "_rounds": rounds}
+
+
 def environment(device: str) -> dict[str, Any]:
     """The device half of the fingerprint (the runner adds host, OS, CPU, python, commit)."""
     env: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda,
@@ -191,8 +233,10 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
     run, variant, phase = spec["run"], spec["variant"], spec.get("phase", "cold")
     device, dtype = run["device"], run["dtype"]
     timer = Timer(device)
+    clock = PhaseClock()
     res: dict[str, Any] = {"variant": variant, "status": "ok", "failure_kind": None,
-                           "error": None, "timer": timer.name}
+                           "error": None, "timer": timer.name, "phases": clock.phases,
+                           "process_started_at": time.time() - (time.perf_counter() - _T0)}
     stage = "building"
     try:
         progress("building", 0.0, force=True)
@@ -213,6 +257,8 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             ref = _clone(model(*inputs))
             timer.sync()
             res["setup_s"] = time.perf_counter() - _T0
+            clock.phases.append({"name": "setup", "start": res["process_started_at"],
+                                 "end": time.time()})
             eager = lambda: model(*inputs)  # noqa: E731
 
             if variant == "eager":
@@ -226,11 +272,31 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 compiled = torch.compile(model, **kwargs)
                 fn, is_eager = (lambda: compiled(*inputs)), False  # noqa: E731
 
+            budget = dict(min_samples=int(run.get("min_samples", 30)),
+                          min_time_s=float(run.get("min_time_s", 0.5)),
+                          max_time_s=float(run.get("max_time_s", 10.0)),
+                          k=int(run.get("pipeline_k", 50)))
+            # Blocks of 10 per-call samples per function and round; a smaller minimum-samples
+            # budget (quick CPU checks) gets smaller blocks rather than more samples than asked.
+            budget["block"] = min(BLOCK, budget["min_samples"])
+            fns = {"variant": fn} if is_eager else {"eager": eager, "variant": fn}
             if phase == "warm_cache":
+                # A further measuring process: its first call is the warm-cache compile, then
+                # warm-up and paired rounds like the cold process, nothing else.
                 stage = "compiling"
                 progress("warm-cache compile", 0.1, force=True)
-                res["first_call_warm_s"] = timer.wall_ms(fn) / 1e3
+                with clock.phase("compile"):
+                    res["first_call_warm_s"] = timer.wall_ms(fn) / 1e3
                 res["compile_phases_warm_s"] = signals.compile_phases()
+                stage = "warm-up"
+                with clock.phase("warm-up"):
+                    for _ in range(max(int(run.get("warmup_calls", 10)), 3) - 1):
+                        timer.wall_ms(fn)
+                stage = "measuring"
+                proc = _measure_process(res, timer, fns, budget, clock, progress, phase,
+                                        settle=not is_eager)
+                proc.pop("_rounds")
+                res["processes"] = [proc]
                 return res
 
             # Warm-up curve: calls 1..N one by one, each synchronised. Call 1 of a compiled
@@ -244,7 +310,8 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 capture.context = {"call_index": len(warm) + 1}
                 progress("compiling" if not warm else "warm-up", 0.1 + 0.2 * len(warm) / n_warm,
                          force=len(warm) < 2)
-                warm.append(timer.wall_ms(fn))
+                with clock.phase("compile" if not warm and not is_eager else "warm-up"):
+                    warm.append(timer.wall_ms(fn))
                 stage = "warm-up"
             res["warmup_ms"] = warm
             res["first_call_cold_s"] = warm[0] / 1e3
@@ -259,28 +326,12 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                         "rtol": RTOL[dtype], "atol": None})
 
             stage = "measuring"
-            budget = dict(min_samples=int(run.get("min_samples", 30)),
-                          min_time_s=float(run.get("min_time_s", 0.5)),
-                          max_time_s=float(run.get("max_time_s", 10.0)),
-                          k=int(run.get("pipeline_k", 50)))
-            # Blocks of 10 per-call samples per function and round; a smaller minimum-samples
-            # budget (quick CPU checks) gets smaller blocks rather than more samples than asked.
-            budget["block"] = min(BLOCK, budget["min_samples"])
             capture.context = {"call_index": None, "phase": "steady"}
-            fns = {"variant": fn} if is_eager else {"eager": eager, "variant": fn}
-            if not is_eager:  # the compile-worker pool must not be starting while we time
-                progress("measuring", 0.3, force=True)
-                res["compile_workers"] = settle_compile_workers()
-            with HostLoad() as load:
-                rounds = steady_rounds(
-                    timer, fns, **budget,
-                    on_round=lambda f: progress("measuring", 0.3 + 0.5 * min(f, 1)))
-            res["host_other_busy_cores"] = load.other_busy_cores
-            res["samples_ms"] = rounds["variant"]["per_call"]
-            res["pipelined_ms"] = rounds["variant"]["pipelined"]
-            src = rounds["variant" if is_eager else "eager"]
-            res["eager_samples_ms"], res["eager_pipelined_ms"] = src["per_call"], src["pipelined"]
-            res["wall_ms_per_call"] = statistics.median(res["samples_ms"])
+            proc = _measure_process(res, timer, fns, budget, clock, progress, phase,
+                                    settle=not is_eager)
+            rounds = proc.pop("_rounds")
+            res["processes"] = [proc]
+            res["wall_ms_per_call"] = statistics.median(proc["samples_ms"])
             if run.get("cross_check"):
                 from engine.crosscheck import cross_check
 
@@ -302,11 +353,16 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
 
             stage = "profiling"
             progress("profiling", 0.85, force=True)
+            profiling = clock.phase("profile")
+            profiling.__enter__()
             if run.get("profile", True):  # the spec can skip the profiler pass
                 res.update(signals.profile_calls(fn, 10, device.startswith("cuda")))
                 if not is_eager:
-                    res["eager_kernels_per_call"] = signals.profile_calls(
-                        eager, 10, device.startswith("cuda"))["kernels_per_call"]
+                    eager_prof = signals.profile_calls(eager, 10, device.startswith("cuda"))
+                    res["eager_kernels_per_call"] = eager_prof["kernels_per_call"]
+                    res["eager_device_busy_ms_per_call"] = eager_prof["device_busy_ms_per_call"]
+                else:
+                    res["eager_device_busy_ms_per_call"] = res.get("device_busy_ms_per_call")
             counts = signals.dynamo_counters()
             res["recompiles"] = capture.recompiles
             res["cudagraph_skips"] = capture.cudagraph_skips
@@ -319,6 +375,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                                                counts.get("graph_break_total", 0))
             else:
                 res.update(graph_count=0, graph_break_count=0, graph_breaks=[])
+            profiling.__exit__(None, None, None)
     except torch.cuda.OutOfMemoryError as e:
         res.update(status="failed", failure_kind="oom", error=f"out of memory while {stage}: "
                    + str(e).splitlines()[0][:300])

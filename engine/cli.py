@@ -73,6 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, default=DEFAULTS["timeout_s"],
                    help="seconds per variant child")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--processes", type=int, default=DEFAULTS["processes"],
+                   help="measuring processes per compiled variant, at least (the interval "
+                        "needs several: docs/STATISTICS.md)")
+    r.add_argument("--max-processes", type=int, default=DEFAULTS["max_processes"],
+                   help="more processes while the interval is wider than --target-halfwidth")
+    r.add_argument("--target-halfwidth", type=float, default=DEFAULTS["target_halfwidth"],
+                   help="relative half-width of the speedup interval to stop at (0.05 = 5 %%)")
+    r.add_argument("--process-budget", type=float, default=DEFAULTS["process_budget_s"],
+                   help="seconds of extra processes beyond --processes")
     r.add_argument("--no-warm-cache", action="store_true", help="skip the warm-cache compile")
     r.add_argument("--tag", action="append", default=[])
     r.add_argument("--note", default="")
@@ -139,6 +148,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         "warmup_calls": args.warmup_calls, "min_samples": args.min_samples,
         "min_time_s": args.min_time, "max_time_s": args.max_time, "pipeline_k": args.pipeline_k,
         "timeout_s": args.timeout, "seed": args.seed, "warm_cache": not args.no_warm_cache,
+        "processes": args.processes, "max_processes": args.max_processes,
+        "target_halfwidth": args.target_halfwidth, "process_budget_s": args.process_budget,
     }
     spec = normalise(raw, check_device=True, check_factory=True)
     from storage import open_database, queue

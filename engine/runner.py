@@ -9,10 +9,12 @@ tail; the other variants go on.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -82,10 +84,11 @@ def run_child(
     *,
     on_progress: Callable[[str, float], None],
     should_cancel: CancelFn,
+    index: int = 0,
 ) -> dict[str, Any]:
     """Start ``python -m engine.child`` in its own process group and wait for it, polling its
     progress file, the cancel flag and the timeout. Returns the child's JSON or a failed result."""
-    tag = f"{variant}-{phase}"
+    tag = f"{variant}-{phase}-{index}"
     spec_path, out_path = workdir / f"{tag}.spec.json", workdir / f"{tag}.out.json"
     progress_path, stderr_path = workdir / f"{tag}.progress", workdir / f"{tag}.stderr"
     spec_path.write_text(json.dumps({"run": spec, "variant": variant, "phase": phase}))
@@ -162,6 +165,35 @@ def _kill_group(proc: subprocess.Popen) -> None:
             continue
 
 
+def _merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
+    """Fold a further measuring process's result into its variant's result (the cold process's,
+    which carries the warm-up curve, compile, memory, profiler and graph-break figures)."""
+    proc = dict(child["processes"][0])
+    proc.update(first_call_s=child.get("first_call_warm_s"), phases=child.get("phases"),
+                started_at=child.get("process_started_at"))
+    base["processes"].append(proc)
+    for key in ("samples_ms", "pipelined_ms", "eager_samples_ms", "eager_pipelined_ms"):
+        base[key] = list(base.get(key) or []) + list(proc[key])
+    loads = [p.get("host_other_busy_cores") for p in base["processes"]]
+    loads = [x for x in loads if x is not None]
+    base["host_other_busy_cores"] = max(loads) if loads else None
+    warm = [p["first_call_s"] for p in base["processes"][1:] if p.get("first_call_s") is not None]
+    # The median over the warm-cache processes: each is a fresh process on the filled cache.
+    base["first_call_warm_s"] = statistics.median(warm) if warm else None
+    base.setdefault("compile_phases_warm_s", child.get("compile_phases_warm_s"))
+
+
+def _first_process(result: dict[str, Any]) -> None:
+    """The cold process's own entry in ``processes``: when it ran and its phases."""
+    for proc in result.get("processes") or []:
+        proc.update(first_call_s=result.get("first_call_cold_s"), phases=result.pop("phases", None),
+                    started_at=result.pop("process_started_at", None))
+
+
+def _with_stats(result: dict[str, Any], eager_first_ms: float | None) -> dict[str, Any]:
+    return stats.add_stats(copy.deepcopy(result), eager_first_call_ms=eager_first_ms)
+
+
 def run_variants(
     spec: dict[str, Any],
     *,
@@ -169,45 +201,106 @@ def run_variants(
     should_cancel: CancelFn = lambda: False,
     on_result: ResultFn = lambda r: None,
 ) -> list[dict[str, Any]]:
-    """Measure every variant of ``spec`` (eager first), each in fresh children, and return the
-    results with statistics added. ``on_result`` is called as each variant finishes so that the
-    caller can store it at once: nothing measured is lost if a later variant crashes."""
+    """Measure every variant of ``spec`` and return the results with statistics added.
+
+    Eager runs once, in its own process.  Each compiled variant runs in at least
+    ``processes`` fresh processes (engine/stats.py: the process is the unit of replication):
+    the first on an empty inductor cache (the cold compile, warm-up curve, memory, profiler and
+    graph-break report), the others on that cache (their first call is the warm-cache compile),
+    each timing eager and the variant in paired rounds.  Processes of different variants take
+    turns (A, B, A, B, ...), so drift over minutes reaches every variant alike.  After the
+    minimum, a variant gets more processes while its interval is wider than
+    ``target_halfwidth``, up to ``max_processes`` or ``process_budget_s`` seconds of extra
+    processes; why it stopped is stored.  With ``warm_cache`` a compiled variant gets at least
+    two processes.  ``on_result`` is called after every process with the variant's result so
+    far, so that nothing measured is lost if a later process crashes."""
     variants = list(spec["variants"])
-    results: list[dict[str, Any]] = []
+    compiled = [v for v in variants if v != "eager"]
+    k_min = max(int(spec.get("processes", 1)), 2 if spec.get("warm_cache", True) else 1)
+    k_max = max(int(spec.get("max_processes", k_min)), k_min)
+    results: dict[str, dict[str, Any]] = {}
     eager_first_ms: float | None = None
+    slots = {"done": 0, "planned": int("eager" in variants) + k_min * len(compiled)}
+
+    def progress_for(variant: str) -> Callable[[str, float], None]:
+        def report(phase: str, frac: float) -> None:
+            on_progress(variant, phase, min((slots["done"] + frac) / slots["planned"], 1.0))
+        return report
+
+    def finish_slot() -> None:
+        slots["done"] += 1
+
     with tempfile.TemporaryDirectory(prefix="compilelab-") as tmp:
         root = Path(tmp)
-        for i, variant in enumerate(variants):
-            if should_cancel():
-                break
-            cache = root / f"cache-{variant}"
+        if "eager" in variants and not should_cancel():
+            cache = root / "cache-eager"
             cache.mkdir()
-            warm_share = 0.15 if (variant != "eager" and spec.get("warm_cache", True)) else 0.0
-
-            def progress(phase: str, frac: float, *, i=i, v=variant, share=1 - warm_share):
-                on_progress(v, phase, (i + share * frac) / len(variants))
-
-            result = run_child(spec, variant, "cold", cache, root, on_progress=progress,
+            result = run_child(spec, "eager", "cold", cache, root, on_progress=progress_for("eager"),
                                should_cancel=should_cancel)
-            if result.get("status") == "ok" and warm_share:
-                warm = run_child(
-                    spec, variant, "warm_cache", cache, root, should_cancel=should_cancel,
-                    on_progress=lambda ph, f, i=i, v=variant, s=warm_share: on_progress(
-                        v, "warm-cache compile", (i + 1 - s + s * f) / len(variants)),
-                )
-                if warm.get("status") == "ok":
-                    result["first_call_warm_s"] = warm.get("first_call_warm_s")
-                    result["compile_phases_warm_s"] = warm.get("compile_phases_warm_s")
-                else:
-                    result["warm_cache_error"] = warm.get("error")
-            if variant == "eager" and result.get("status") == "ok":
-                # Call 2 of the eager child: like the compiled first call (which follows the eager
-                # reference), it comes after CUDA/cuBLAS start-up, which both would pay.
+            finish_slot()
+            _first_process(result)
+            if result.get("status") == "ok":
+                # Call 2 of the eager child: like the compiled first call (which follows the
+                # eager reference), it comes after CUDA/cuBLAS start-up, which both would pay.
                 curve = result.get("warmup_ms") or []
                 eager_first_ms = curve[1] if len(curve) > 1 else (curve or [None])[0]
-            result = stats.add_stats(result, eager_first_call_ms=eager_first_ms)
-            results.append(result)
-            on_result(result)
+                result["stop_reason"] = "one process asked"
+            results["eager"] = _with_stats(result, eager_first_ms)
+            on_result(results["eager"])
             if result.get("status") == "cancelled":
-                break
-    return results
+                return list(results.values())
+
+        active = list(compiled)
+        extra_since: float | None = None
+        index = 0
+        while active and not should_cancel():
+            for variant in list(active):
+                if should_cancel():
+                    break
+                cache = root / f"cache-{variant}"
+                cache.mkdir(exist_ok=True)
+                phase = "cold" if index == 0 else "warm_cache"
+                child = run_child(spec, variant, phase, cache, root, index=index,
+                                  on_progress=progress_for(variant), should_cancel=should_cancel)
+                finish_slot()
+                if index == 0:
+                    _first_process(child)
+                    results[variant] = child
+                    if child.get("status") != "ok":
+                        active.remove(variant)
+                        results[variant] = _with_stats(child, eager_first_ms)
+                        on_result(results[variant])
+                        continue
+                elif child.get("status") == "ok":
+                    _merge_process(results[variant], child)
+                elif child.get("status") == "cancelled":
+                    break
+                else:  # a further process failed: the variant keeps what it has, with the reason
+                    results[variant].setdefault("process_errors", []).append(
+                        {"index": index, "failure_kind": child.get("failure_kind"),
+                         "error": child.get("error")})
+                    active.remove(variant)
+                    results[variant]["stop_reason"] = "a measuring process failed"
+                on_result(_with_stats(results[variant], eager_first_ms))
+            index += 1
+            if index >= k_min and extra_since is None:
+                extra_since = time.monotonic()
+            for variant in list(active):
+                done = _with_stats(results[variant], eager_first_ms)["stats"]
+                lo, hi = done.get("speedup_ci_low"), done.get("speedup_ci_high")
+                half = (hi / lo) ** 0.5 - 1 if lo and hi else None
+                reason = stats.stop_reason(half, index, min_processes=k_min, max_processes=k_max,
+                                           target_halfwidth=float(spec.get("target_halfwidth", 0)))
+                if (reason is None and extra_since is not None and time.monotonic() - extra_since
+                        >= float(spec.get("process_budget_s", 0))):
+                    reason = "time budget"
+                if reason:
+                    results[variant]["stop_reason"] = reason
+                    active.remove(variant)
+            slots["planned"] = slots["done"] + len(active)
+
+    final = [_with_stats(results[v], eager_first_ms) for v in variants if v in results]
+    for result in final:
+        if result["variant"] != "eager" and result.get("status") == "ok":
+            on_result(result)
+    return final

@@ -10,31 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from engine.catalogue import CatalogueError, check_dim_value, get_model, load_factory
+from engine.contract import RunSpec
 
 VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 DEVICES = ("cpu", "cuda")
-DEFAULTS: dict[str, Any] = {
-    "dims": {},
-    "sweep": None,
-    "dtype": "float32",
-    "device": "cpu",
-    "variants": ["eager", "default"],
-    "backend": "inductor",
-    "dynamic": None,
-    "fullgraph": False,
-    "warmup_calls": 10,
-    "min_samples": 30,
-    "min_time_s": 0.5,
-    "max_time_s": 10.0,
-    "pipeline_k": 50,
-    # Per variant child. max-autotune of a large model can take many minutes on its first call.
-    "timeout_s": 1800.0,
-    "seed": 0,
-    "profile": True,
-    "warm_cache": True,
-    # Also time with torch.utils.benchmark and triton's do_bench in the same child (slower).
-    "cross_check": False,
-}
+DEFAULTS: dict[str, Any] = RunSpec.defaults()
 
 
 class SpecError(ValueError):
@@ -62,7 +42,7 @@ def normalise(raw: dict[str, Any], *, check_device: bool = False,
         raise SpecError(f"unknown option(s): {', '.join(sorted(unknown))}")
     if not raw.get("model"):
         raise SpecError("a model is required", "model")
-    spec = {**DEFAULTS, **raw}
+    spec = {**RunSpec.defaults(), **raw}
     try:
         info = get_model(str(spec["model"]))
     except CatalogueError as e:
@@ -121,6 +101,12 @@ def normalise(raw: dict[str, Any], *, check_device: bool = False,
     _num(spec, "pipeline_k", 1, 10000, integer=True)
     _num(spec, "timeout_s", 1, 24 * 3600)
     _num(spec, "seed", 0, 2**31 - 1, integer=True)
+    _num(spec, "processes", 1, 100, integer=True)
+    _num(spec, "max_processes", 1, 100, integer=True)
+    _num(spec, "target_halfwidth", 0, 10)
+    _num(spec, "process_budget_s", 0, 24 * 3600)
+    if spec["max_processes"] < spec["processes"]:
+        spec["max_processes"] = spec["processes"]  # asking for N processes means at least N
     if spec["max_time_s"] < spec["min_time_s"]:
         raise SpecError("max_time_s must be >= min_time_s", "max_time_s")
     if check_device:

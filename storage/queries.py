@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, Select, Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
+from engine.contract import FIGURES
 from storage.db import Database
 from storage.models import GraphBreak, Recompile, Run, RunTag, SweepPoint, VariantResult
 from storage.results import CHILDREN, RESULT_FIELDS, STATS_FIELDS, id_chunks
@@ -53,54 +54,17 @@ RUN_COLUMNS: list[str] = [
     "environment",
     "spec",
 ]
+# Every figure of the contract (engine/contract.py) except the series, which feed the warmup and
+# samples frames.  Figures without a column of their own are read from the result's ``extra``
+# (stats figures from ``extra["stats"]``); they are None/NaN for results saved before they existed.
 VARIANT_COLUMNS: list[str] = [
     "run_id",
     "variant",
     "status",
-    "failure_kind",
-    "error",
-    "stderr_tail",
-    "setup_s",
-    "first_call_cold_s",
-    "first_call_warm_s",
-    "timer",
-    "median_ms",
-    "mean_ms",
-    "p10_ms",
-    "p90_ms",
-    "iqr_ms",
-    "n",
-    "noisy",
-    "pipelined_median_ms",
-    "eager_median_ms",
-    "eager_pipelined_median_ms",
-    "speedup",
-    "speedup_ci_low",
-    "speedup_ci_high",
-    "break_even_calls",
-    "peak_allocated_bytes",
-    "peak_reserved_bytes",
-    "graph_count",
-    "graph_break_count",
-    "recompile_count",
-    "kernels_per_call",
-    "eager_kernels_per_call",
-    "device_busy_ms_per_call",
-    "wall_ms_per_call",
-    "max_abs_err",
-    "max_rel_err",
-    "atol",
-    "rtol",
-    "correct",
-    "compile_phases_s",
-    "cudagraph_skips",
-    # Read from the result's ``extra``, not a column of its own: cores that other processes
-    # kept busy while the steady-state rounds ran (None for results from before the engine
-    # measured it, or without /proc/stat).
-    "host_other_busy_cores",
+    *(f.name for f in FIGURES if f.kind != "series"),
 ]
-# VARIANT_COLUMNS that are fields inside VariantResult.extra.
-_FROM_EXTRA = ("host_other_busy_cores",)
+# VARIANT_COLUMNS that are fields inside VariantResult.extra (where: "result" or "stats").
+_FROM_EXTRA: dict[str, str] = {f.name: f.where for f in FIGURES if not f.column}
 GRAPH_BREAK_COLUMNS = ["run_id", "variant", "reason", "file", "line", "count"]
 RECOMPILE_COLUMNS = ["run_id", "variant", "reason", "call_index", "dim_value"]
 SWEEP_COLUMNS = [
@@ -134,7 +98,7 @@ _NUMERIC_COLUMNS = {
     "round_index",
     "ms",
     *(name for name, kind in RESULT_FIELDS.items() if kind in ("int", "float")),
-    *_FROM_EXTRA,
+    *(f.name for f in FIGURES if not f.column and f.kind in ("int", "float")),
     *(name for name, kind in STATS_FIELDS.items() if kind in ("int", "float")),
     *(
         name
@@ -212,6 +176,12 @@ _RUN_SELECT_COLUMNS = (
     type_coerce(Run.spec, Text).label("spec"),
 )
 _JSON_TEXT_COLUMNS = ("environment", "spec")
+
+
+def _extra_value(extra: dict[str, Any], name: str) -> Any:
+    """A contract figure kept in ``extra`` (stats figures under ``extra["stats"]``)."""
+    holder = extra.get("stats") if _FROM_EXTRA[name] == "stats" else extra
+    return holder.get(name) if isinstance(holder, dict) else None
 
 
 def _dims_label(dims: Any) -> str:
@@ -406,7 +376,8 @@ def load_runs(db: Database, run_ids: Iterable[int]) -> dict[str, pd.DataFrame]:
     for r in variant_rows:
         extra = r.extra if isinstance(r.extra, dict) else {}
         variant_records.append(
-            tuple(extra.get(c) if c in _FROM_EXTRA else getattr(r, c) for c in VARIANT_COLUMNS)
+            tuple(_extra_value(extra, c) if c in _FROM_EXTRA else getattr(r, c)
+                  for c in VARIANT_COLUMNS)
         )
         warmup += [(r.run_id, r.variant, i, ms) for i, ms in enumerate(r.warmup_ms or [], 1)]
         for kind, column in SAMPLE_KINDS.items():

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from engine.contract import kinds
 from storage.db import Database
 from storage.models import (
     VARIANT_STATUSES,
@@ -33,53 +34,10 @@ from storage.models.run_tag import MAX_TAG_LENGTH
 
 log = logging.getLogger(__name__)
 
-# ---- the VariantResult JSON, field by field (kinds: str, float, int, bool, series, json) ----
-RESULT_FIELDS: dict[str, str] = {
-    "failure_kind": "str",
-    "error": "str",
-    "stderr_tail": "str",
-    "timer": "str",
-    "setup_s": "float",
-    "first_call_cold_s": "float",
-    "first_call_warm_s": "float",
-    "peak_allocated_bytes": "int",
-    "peak_reserved_bytes": "int",
-    "graph_count": "int",
-    "graph_break_count": "int",
-    "recompile_count": "int",  # not in the child's JSON: defaults to len(recompiles)
-    "kernels_per_call": "float",
-    "eager_kernels_per_call": "float",
-    "device_busy_ms_per_call": "float",
-    "wall_ms_per_call": "float",
-    "max_abs_err": "float",
-    "max_rel_err": "float",
-    "atol": "float",
-    "rtol": "float",
-    "correct": "bool",
-    "warmup_ms": "series",
-    "samples_ms": "series",
-    "eager_samples_ms": "series",
-    "pipelined_ms": "series",
-    "eager_pipelined_ms": "series",
-    "compile_phases_s": "json",
-    "cudagraph_skips": "json",
-}
-STATS_FIELDS: dict[str, str] = {
-    "median_ms": "float",
-    "mean_ms": "float",
-    "p10_ms": "float",
-    "p90_ms": "float",
-    "iqr_ms": "float",
-    "n": "int",
-    "noisy": "bool",
-    "pipelined_median_ms": "float",
-    "eager_median_ms": "float",
-    "eager_pipelined_median_ms": "float",
-    "speedup": "float",
-    "speedup_ci_low": "float",
-    "speedup_ci_high": "float",
-    "break_even_calls": "float",
-}
+# Derived from the one contract (engine/contract.py): figures with a column of their own.  The
+# others (``column=False``) are kept in ``extra`` like any key this schema does not know.
+RESULT_FIELDS: dict[str, str] = kinds("result", column=True)
+STATS_FIELDS: dict[str, str] = kinds("stats", column=True)
 GRAPH_BREAK_FIELDS: dict[str, str] = {"reason": "str", "file": "str", "line": "int", "count": "int"}
 RECOMPILE_FIELDS: dict[str, str] = {"reason": "str", "call_index": "int", "dim_value": "float"}
 SWEEP_FIELDS: dict[str, str] = {

@@ -1,0 +1,190 @@
+"""The one contract between engine, storage, bundles, CLI, dashboard and HTML report.
+
+Two things live here and nowhere else:
+
+* ``RunSpec``: every option of a run with its default.  ``engine.spec`` validates raw input into
+  a complete spec dict with exactly these keys; the CLI, the dashboard form and the worker all go
+  through it.
+* ``FIGURES``: every figure of a VariantResult (what a measuring child reports) and of its
+  ``stats`` block (what ``engine.stats`` derives), each with its kind, whether storage keeps it
+  in a column of its own or in the result's ``extra`` JSON, and how tables label it.  Storage
+  derives its field maps from it, bundles validate against it, ``engine show`` and the
+  dashboard's tables take their columns and labels from it.
+
+Adding a figure: one ``Figure`` line here, the code that measures or derives it (``engine/child``
+or ``engine/stats``), and, only if it needs a column of its own, the SQLAlchemy entity
+(``storage/models/variant_result.py``) plus a migration.  A figure with ``column=False`` needs no
+migration: storage keeps it in ``extra`` and reads it back by name.
+
+Pure Python: no torch, numpy, pandas or SQLAlchemy, so every side can import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+KINDS = ("str", "float", "int", "bool", "series", "json")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Every option of a run, with its default (docs/CONTRACTS.md "RunSpec")."""
+
+    model: str
+    dims: dict[str, int] = field(default_factory=dict)
+    sweep: dict[str, Any] | None = None
+    dtype: str = "float32"
+    device: str = "cpu"
+    variants: list[str] = field(default_factory=lambda: ["eager", "default"])
+    backend: str = "inductor"
+    dynamic: bool | None = None
+    fullgraph: bool = False
+    warmup_calls: int = 10
+    min_samples: int = 30
+    min_time_s: float = 0.5
+    max_time_s: float = 10.0
+    pipeline_k: int = 50
+    # Per child process. max-autotune of a large model can take many minutes on its first call.
+    timeout_s: float = 1800.0
+    seed: int = 0
+    profile: bool = True
+    warm_cache: bool = True
+    # Also time with torch.utils.benchmark and triton's do_bench in the same child (slower).
+    cross_check: bool = False
+    # Measuring processes per compiled variant (engine/stats.py: the process is the unit of
+    # replication): at least `processes`, more while the interval's relative half-width exceeds
+    # `target_halfwidth`, up to `max_processes` or `process_budget_s` seconds of extra processes.
+    processes: int = 3
+    max_processes: int = 5
+    target_halfwidth: float = 0.05
+    process_budget_s: float = 60.0
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Every option except ``model`` with its default value (fresh containers each call)."""
+        out: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.default is not MISSING:
+                out[f.name] = f.default
+            elif f.default_factory is not MISSING:
+                out[f.name] = f.default_factory()
+        return out
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a VariantResult (``where="result"``) or of its stats (``where="stats"``)."""
+
+    name: str
+    kind: str
+    where: str = "result"
+    column: bool = True
+    """True: a column of the variant_results table; False: kept in the result's ``extra``."""
+    label: str | None = None
+    """Column title in tables (None: not shown as a table column)."""
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        assert self.kind in KINDS and self.where in ("result", "stats"), self
+
+
+def _r(name: str, kind: str, label: str | None = None, doc: str = "", column: bool = True
+       ) -> Figure:
+    return Figure(name, kind, "result", column, label, doc)
+
+
+def _s(name: str, kind: str, label: str | None = None, doc: str = "", column: bool = True
+       ) -> Figure:
+    return Figure(name, kind, "stats", column, label, doc)
+
+
+FIGURES: tuple[Figure, ...] = (
+    # ---- what a child measures (top level of a VariantResult)
+    _r("failure_kind", "str", "failure"),
+    _r("error", "str", "error"),
+    _r("stderr_tail", "str"),
+    _r("timer", "str", "timer"),
+    _r("setup_s", "float", "setup s", "imports + device init + model build, not compile"),
+    _r("first_call_cold_s", "float", "1st call cold s", "compiled call 1, empty cache"),
+    _r("first_call_warm_s", "float", "1st call warm s", "call 1 in a fresh process, warm cache"),
+    _r("peak_allocated_bytes", "int", "peak alloc MiB"),
+    _r("peak_reserved_bytes", "int", "peak reserved MiB"),
+    _r("graph_count", "int", "graphs"),
+    _r("graph_break_count", "int", "breaks"),
+    _r("recompile_count", "int", "recompiles", "defaults to len(recompiles)"),
+    _r("kernels_per_call", "float", "kernels/call"),
+    _r("eager_kernels_per_call", "float", "eager kernels/call"),
+    _r("device_busy_ms_per_call", "float", "device busy ms/call",
+       "profiler pass: union of device activity per call"),
+    _r("eager_device_busy_ms_per_call", "float", "eager device busy ms/call",
+       "the same for eager: far below eager's wall time means eager is launch-bound",
+       column=False),
+    _r("wall_ms_per_call", "float", "wall ms/call", "steady-state per-call median"),
+    _r("max_abs_err", "float", "max abs err"),
+    _r("max_rel_err", "float", "max rel err"),
+    _r("atol", "float"),
+    _r("rtol", "float"),
+    _r("correct", "bool", "correct"),
+    _r("warmup_ms", "series"),
+    _r("samples_ms", "series"),
+    _r("eager_samples_ms", "series"),
+    _r("pipelined_ms", "series"),
+    _r("eager_pipelined_ms", "series"),
+    _r("compile_phases_s", "json"),
+    _r("cudagraph_skips", "json"),
+    _r("host_other_busy_cores", "float", "other busy cores",
+       "cores other processes kept busy while timing (max over processes)", column=False),
+    _r("processes", "json", None, "per measuring process: phase, block, samples, host load, "
+       "start/end (unix s)", column=False),
+    # ---- derived by engine/stats.py (the stats block)
+    _s("median_ms", "float", "median ms/call",
+       "geometric mean over processes of each process's per-call median"),
+    _s("mean_ms", "float", "mean ms"),
+    _s("p10_ms", "float", "p10 ms"),
+    _s("p90_ms", "float", "p90 ms"),
+    _s("iqr_ms", "float", "IQR ms"),
+    _s("n", "int", "n"),
+    _s("noisy", "bool", "noisy"),
+    _s("pipelined_median_ms", "float", "pipelined ms/call"),
+    _s("eager_median_ms", "float", "paired eager ms", "eager's per-call median from the same "
+       "rounds, geometric mean over processes"),
+    _s("eager_pipelined_median_ms", "float", "paired eager pipelined ms"),
+    _s("speedup", "float", "speedup", "eager_median_ms / median_ms"),
+    _s("speedup_ci_low", "float", "CI low"),
+    _s("speedup_ci_high", "float", "CI high"),
+    _s("break_even_calls", "float", "break-even calls", "cold cache; null = never"),
+    _s("break_even_calls_warm", "float", "break-even calls (warm)", "warm cache; null = never",
+       column=False),
+    _s("n_processes", "int", "processes", column=False),
+    _s("process_speedups", "json", None, "speedup measured in each process", column=False),
+    _s("speedup_spread", "float", "process spread",
+       "standard deviation of the per-process log speedups (0.1 ≈ 10 %)", column=False),
+    _s("within_process_spread", "float", None,
+       "RMS within-process standard error of the log speedup", column=False),
+    _s("disagree_p", "float", None, "Cochran's Q p-value over processes", column=False),
+    _s("processes_disagree", "bool", "processes disagree", column=False),
+    _s("interval_method", "str", None, column=False),
+    _s("stop_reason", "str", "stopped because", column=False),
+)
+
+FIGURE_BY_NAME: dict[tuple[str, str], Figure] = {(f.where, f.name): f for f in FIGURES}
+RESULT_FIGURES: tuple[Figure, ...] = tuple(f for f in FIGURES if f.where == "result")
+STATS_FIGURES: tuple[Figure, ...] = tuple(f for f in FIGURES if f.where == "stats")
+STATS_KEYS: tuple[str, ...] = tuple(f.name for f in STATS_FIGURES)
+
+
+def empty_stats() -> dict[str, Any]:
+    """A stats block with every key of the contract and no values."""
+    return dict.fromkeys(STATS_KEYS)
+
+
+def kinds(where: str, *, column: bool | None = None) -> dict[str, str]:
+    """``{name: kind}`` of the figures at ``where`` ("result" or "stats"); with ``column``, only
+    those that do (True) or do not (False) have a database column."""
+    return {f.name: f.kind for f in FIGURES
+            if f.where == where and (column is None or f.column == column)}

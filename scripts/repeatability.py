@@ -1,0 +1,98 @@
+"""Repeatability check: run the same configs several times and test each pair of intervals.
+
+    python scripts/repeatability.py --db sqlite:///rep.db --repeats 3 [--config mlp --config bert]
+    python scripts/repeatability.py --db sqlite:///rep.db --table-only
+
+Each run is a separate ``python -m engine run`` at the shipped defaults (as a user would type it).
+For every pair of runs i, j of one config and each compiled variant it checks
+``|S_i - S_j| <= 1.5 * sqrt(h_i^2 + h_j^2)`` (h: the interval's half-width), which a pair of
+honest 95 % intervals passes about 997 times in 1000, and prints one table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CONFIGS: dict[str, list[str]] = {
+    "bert": ["--model", "bert_base", "--dim", "batch=8", "--dim", "seq=128", "--dtype",
+             "bfloat16", "--variants", "eager,default,reduce-overhead", "--no-warm-cache"],
+    "mlp": ["--model", "mlp", "--dim", "batch=32", "--variants", "eager,default"],
+}
+
+
+def run_once(name: str, db: str, device: str, extra: list[str]) -> int:
+    cmd = [sys.executable, "-m", "engine", "run", *CONFIGS[name], "--device", device,
+           "--db", db, "--json", "--tag", f"repeat-{name}", *extra]
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if out.returncode not in (0, 1):
+        sys.stderr.write(out.stderr[-3000:])
+        raise SystemExit(f"{name}: engine run exited {out.returncode}")
+    run_id = int(out.stdout.strip().splitlines()[-1])
+    print(f"{name}: run {run_id} in {time.monotonic() - t0:.0f} s", flush=True)
+    return run_id
+
+
+def table(db_url: str) -> int:
+    from storage import open_database, queries
+
+    db = open_database(db_url)
+    runs = queries.list_runs(db)
+    failures = 0
+    for name in CONFIGS:
+        ids = sorted(int(r) for r, tags in zip(runs["run_id"], runs["tags"], strict=True)
+                     if f"repeat-{name}" in (tags or []))
+        if not ids:
+            continue
+        v = queries.load_runs(db, ids)["variants"]
+        v = v[(v["variant"] != "eager") & (v["status"] == "ok")]
+        print(f"\n{name}: runs {ids}")
+        print(f"{'variant':>16} {'run':>4} {'speedup [95% CI]':>24} {'procs':>5} "
+              f"{'spread':>7} {'eager ms':>9} {'ms':>8} {'stop':>22}")
+        for variant, g in v.groupby("variant", sort=False):
+            rows = g.to_dict("records")
+            for r in rows:
+                print(f"{variant:>16} {r['run_id']:>4} {r['speedup']:>8.2f}x "
+                      f"[{r['speedup_ci_low']:.2f}, {r['speedup_ci_high']:.2f}] "
+                      f"{r['n_processes']:>5.0f} {r['speedup_spread']:>7.3f} "
+                      f"{r['eager_median_ms']:>9.4f} {r['median_ms']:>8.4f} "
+                      f"{str(r['stop_reason']):>22}")
+            for a, b in itertools.combinations(rows, 2):
+                ha = (a["speedup_ci_high"] - a["speedup_ci_low"]) / 2
+                hb = (b["speedup_ci_high"] - b["speedup_ci_low"]) / 2
+                gap, bound = abs(a["speedup"] - b["speedup"]), 1.5 * math.hypot(ha, hb)
+                ok = gap <= bound
+                failures += not ok
+                print(f"{'':>16} pair {a['run_id']}-{b['run_id']}: |dS| {gap:.3f} <= "
+                      f"{bound:.3f}  {'PASS' if ok else 'FAIL'}")
+    print(f"\n{'all pairs pass' if not failures else f'{failures} pair(s) FAIL'}")
+    return 1 if failures else 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--db", required=True)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--config", action="append", choices=sorted(CONFIGS))
+    p.add_argument("--table-only", action="store_true")
+    p.add_argument("extra", nargs="*", help="more engine run options, after --")
+    args = p.parse_args()
+    if not args.table_only:
+        for name in args.config or list(CONFIGS):
+            for _ in range(args.repeats):
+                run_once(name, args.db, args.device, args.extra)
+    return table(args.db)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
