@@ -20,7 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from dashboard import fmt
+from engine import fmt
 
 FASTER = "#2ca02c"  # green: compiled variant faster than eager
 SLOWER = "#d62728"  # red: compiled variant slower than eager

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard import fmt
+from engine import fmt
 
 MiB = 2**20
 

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, fmt
+from dashboard import data
 from dashboard.spec import parse_tags
+from engine import fmt
 
 PAGE_NEW = "views/new_run.py"
 PAGE_RUNS = "views/runs.py"

@@ -7,6 +7,7 @@ validated completely (including the device and user factories) before a run row 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import sys
@@ -91,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("show", help="print a stored run as a table")
     s.add_argument("run_id", type=int)
+    s.add_argument("--json", action="store_true",
+                   help="print the run as one JSON document (docs/CONTRACTS.md)")
 
     w = sub.add_parser("worker", help="serve queued runs from the database")
     w.add_argument("--gpus", default=None,
@@ -186,10 +189,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from engine.report import format_run
+    from engine.report import format_run, run_json
     from storage import open_database
 
-    print(format_run(open_database(args.db), args.run_id))
+    db = open_database(args.db)
+    if args.json:
+        # Exactly one JSON document on stdout; NaN (never stored, but be safe) becomes null.
+        print(json.dumps(run_json(db, args.run_id), default=str, allow_nan=False))
+    else:
+        print(format_run(db, args.run_id))
     return 0
 
 

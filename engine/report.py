@@ -1,5 +1,7 @@
-"""Text report of a stored run for ``python -m engine show``: eager against each variant, then a
-plain one-line verdict. Reads through storage.queries only."""
+"""Text report of a stored run for ``python -m engine show``: eager against each variant, then the
+run's verdict (``engine.verdict``, the one the dashboard and the HTML report show).  Reads through
+``storage.records`` (plain dicts, no pandas), so it works on a host with only the engine's
+requirements; ``run_json`` is what ``show --json`` prints."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import math
 from typing import Any
 
 from engine.hostload import BUSY_HOST_CORES
+from engine.verdict import decide
 
 ROW = [
     ("variant", "variant", "{}"),
@@ -17,6 +20,7 @@ ROW = [
     ("paired eager ms", "eager_median_ms", "{:.4f}"),
     ("pipelined ms/call", "pipelined_median_ms", "{:.4f}"),
     ("speedup (95% CI)", None, None),
+    ("processes, spread", None, None),
     ("break-even calls", None, None),
     ("peak MiB", "peak_allocated_bytes", None),
     ("graphs/breaks/recomp", None, None),
@@ -34,6 +38,12 @@ def _cell(row: dict[str, Any], key: str | None, fmt: str | None, label: str) -> 
         if row["variant"] == "eager" or _blank(row.get("speedup")):
             return "1 (baseline)" if row["variant"] == "eager" else "-"
         return f"{row['speedup']:.2f}x [{row['speedup_ci_low']:.2f}, {row['speedup_ci_high']:.2f}]"
+    if label == "processes, spread":
+        k, spread = row.get("n_processes"), row.get("speedup_spread")
+        if row["variant"] == "eager" or _blank(k):
+            return "-"
+        text = f"{int(k)}" + ("" if _blank(spread) else f", ±{spread:.1%}")
+        return text + (" DISAGREE" if row.get("processes_disagree") else "")
     if label == "break-even calls":
         if row["variant"] == "eager" or row.get("status") != "ok":
             return "-"
@@ -54,39 +64,20 @@ def _cell(row: dict[str, Any], key: str | None, fmt: str | None, label: str) -> 
     return "-" if _blank(v) else fmt.format(v)
 
 
-def verdict(rows: list[dict[str, Any]]) -> str:
-    """One plain sentence: the best variant per call, or that compiling does not pay."""
-    eager = next((r for r in rows if r["variant"] == "eager" and r["status"] == "ok"), None)
-    compiled = [r for r in rows if r["variant"] != "eager" and r["status"] == "ok"
-                and not _blank(r.get("speedup"))]
-    failed = [r["variant"] for r in rows if r["status"] != "ok"]
-    tail = f" Failed: {', '.join(failed)}." if failed else ""
-    if not eager or not compiled:
-        return "Verdict: no compiled variant finished; nothing to compare." + tail
-    best = max(compiled, key=lambda r: r["speedup"])
-    if all(r["speedup_ci_high"] < 1.0 for r in compiled):
-        return (f"Verdict: every compiled mode is SLOWER than eager per call here "
-                f"(best: {best['variant']} at {best['speedup']:.2f}x); keep eager.{tail}")
-    if best["speedup_ci_low"] <= 1.0:
-        return (f"Verdict: no compiled mode is clearly faster than eager (best {best['variant']} "
-                f"{best['speedup']:.2f}x, CI includes 1.0).{tail}")
-    be = best.get("break_even_calls")
-    pays = "never" if _blank(be) else f"after {int(be):,} calls"
-    return (f"Verdict: compile with mode={best['variant']}: {best['speedup']:.2f}x faster per "
-            f"call (eager {best['eager_median_ms']:.4f} -> {best['median_ms']:.4f} ms, paired "
-            f"rounds in one process); the compile cost "
-            f"of {best['first_call_cold_s']:.1f} s cold is repaid {pays}.{tail}")
+def run_json(db: Any, run_id: int) -> dict[str, Any]:
+    """The stored run as the contract's dicts, with its verdict: ``show --json``."""
+    from storage.records import load_run
+
+    run = load_run(db, run_id)
+    if run is None:
+        raise LookupError(f"no run {run_id} in {getattr(db, 'url', 'the database')}")
+    run["verdict"] = decide(run["variants"], run_id).as_dict()
+    return run
 
 
 def format_run(db: Any, run_id: int) -> str:
-    from storage import queries
-
-    data = queries.load_runs(db, [run_id])
-    runs = data["runs"]
-    if runs.empty:
-        raise LookupError(f"no run {run_id} in {getattr(db, 'url', 'the database')}")
-    run = runs.iloc[0].to_dict()
-    rows = data["variants"].to_dict("records")
+    run = run_json(db, run_id)
+    rows = run["variants"]
     env = run.get("environment") or {}
     lines = [
         f"run {run_id}: {run['model']} ({run['dims_label']}) {run['dtype']} on {run['device']}"
@@ -105,8 +96,21 @@ def format_run(db: Any, run_id: int) -> str:
             lines.append("  ".join(c.rjust(w) for c, w in zip(t, widths, strict=True)))
             if i == 0:
                 lines.append("  ".join("-" * w for w in widths))
-        lines.append(f"  median ms/call: steady-state per-call time ({timer}, synchronised); "
-                     "pipelined: K calls back to back, one sync, / K.")
+        lines.append(f"  median ms/call: steady-state per-call time ({timer}, synchronised), "
+                     "geometric mean over measuring processes; paired eager: eager in the same "
+                     "rounds; pipelined: K calls back to back, one sync, / K.")
+        lines.append("  speedup interval: hierarchical bootstrap over processes and rounds, "
+                     "t-corrected for the process count; spread: sd of the per-process log "
+                     "speedups.")
+        for r in rows:
+            if r["variant"] != "eager" and r.get("process_speedups"):
+                per = ", ".join(f"{x:.2f}x" for x in r["process_speedups"])
+                lines.append(f"  processes [{r['variant']}]: {per} (stopped: "
+                             f"{r.get('stop_reason') or '-'})")
+            busy, dev = r.get("eager_device_busy_ms_per_call"), r.get("eager_median_ms")
+            if r["variant"] != "eager" and not _blank(busy) and not _blank(dev):
+                lines.append(f"  eager in [{r['variant']}]: GPU busy {busy:.4f} of "
+                             f"{dev:.4f} ms wall per call")
         for r in rows:
             busy = r.get("host_other_busy_cores")
             if not _blank(busy) and busy >= BUSY_HOST_CORES:
@@ -115,14 +119,15 @@ def format_run(db: Any, run_id: int) -> str:
         for r in rows:
             if r["status"] != "ok":
                 lines.append(f"  {r['variant']} {r['status']}: {r.get('error')}")
-        bks = data["graph_breaks"]
-        for b in bks.to_dict("records"):
-            lines.append(f"  graph break [{b['variant']}] {b['file']}:{b['line']} x{b['count']}: "
-                         f"{b['reason']}")
-        for rc in data["recompiles"].to_dict("records"):
-            at = f" at {rc['dim_value']}" if not _blank(rc.get("dim_value")) else ""
-            lines.append(f"  recompile [{rc['variant']}]{at}: {rc['reason']}")
-        lines.append(verdict(rows))
+        for r in rows:
+            for b in r.get("graph_breaks") or []:
+                lines.append(f"  graph break [{r['variant']}] {b['file']}:{b['line']} "
+                             f"x{b['count']}: {b['reason']}")
+            for rc in r.get("recompiles") or []:
+                at = f" at {rc['dim_value']:g}" if not _blank(rc.get("dim_value")) else ""
+                lines.append(f"  recompile [{r['variant']}]{at}: {rc['reason']}")
+        lines.append("Verdict:")
+        lines += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]
     return "\n".join(lines)
 
 

@@ -423,12 +423,19 @@ def add_stats(result: dict[str, Any], eager_first_call_ms: float | None = None, 
     stats["eager_pipelined_median_ms"] = _per_process_location(procs, "eager_pipelined_ms")
     stats["stop_reason"] = result.pop("stop_reason", None)  # the runner's; kept in stats only
 
-    if result.get("variant") == "eager" or stats["eager_median_ms"] is None:
+    if result.get("variant") == "eager":
+        # The baseline against itself, by construction.
+        stats.update(speedup=1.0, speedup_ci_low=1.0, speedup_ci_high=1.0)
+        return result
+    if stats["eager_median_ms"] is None or not stats["median_ms"]:
         return result
     try:
         est = hierarchical_speedup(process_rounds(procs), ci=ci, n_boot=n_boot, seed=seed)
     except ValueError:
-        return result  # unpaired or broken series: no interval rather than a false one
+        # Unpaired or broken series (not from this runner): the point estimate only, never an
+        # interval that would claim a pairing that is not there.
+        stats["speedup"] = stats["eager_median_ms"] / stats["median_ms"]
+        return result
     stats.update(speedup=est.speedup, speedup_ci_low=est.low, speedup_ci_high=est.high,
                  process_speedups=list(est.process_speedups), speedup_spread=est.spread,
                  within_process_spread=est.within_spread, disagree_p=est.disagree_p,

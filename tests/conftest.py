@@ -15,8 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 # Budgets small enough for a 2-core CI machine; the protocol is the same as on a GPU.
+# One measuring process per compiled variant (two with the warm-cache compile): the tests that
+# are about several processes ask for them.
 FAST = ["--warmup-calls", "3", "--min-samples", "5", "--min-time", "0", "--max-time", "1",
-        "--pipeline-k", "3"]
+        "--pipeline-k", "3", "--processes", "1", "--max-processes", "1"]
 
 
 def run_cli(*args: str, db_url: str | None = None, env: dict | None = None,

@@ -6,6 +6,7 @@ import pandas as pd
 from test_dashboard_data import bert_results, frames, mlp_results, variant_result
 
 from dashboard.verdict import verdict_for_run
+from engine.verdict import decide
 
 
 def test_bert_reduce_overhead_wins_with_figures():
@@ -92,13 +93,50 @@ def test_slower_within_ci_is_a_tie_not_slower():
     assert v.slower_than_eager == []
 
 
-def test_disturbed_paired_eager_is_flagged():
-    results = [
-        variant_result("eager", 0.064, 0.064, first_cold_s=0.002, first_warm_s=None),
-        variant_result("default", 13.5, 12.4, first_cold_s=0.17, first_warm_s=0.15),
-    ]
-    v = verdict_for_run(frames({1: results})["variants"], 1)
-    assert any("machine was disturbed" in w for w in v.warnings)
+def _rows(**default):
+    eager = {"variant": "eager", "status": "ok", "median_ms": 5.9, "first_call_cold_s": 0.1}
+    row = {"variant": "reduce-overhead", "status": "ok", "correct": True, "median_ms": 1.3,
+           "eager_median_ms": 5.9, "speedup": 4.5, "speedup_ci_low": 3.0,
+           "speedup_ci_high": 6.7, "n_processes": 3, "first_call_cold_s": 16.0,
+           "break_even_calls": 3600}
+    row.update(default)
+    return [eager, row]
+
+
+def test_disagreeing_processes_are_flagged_with_launch_bound_cause():
+    v = decide(_rows(processes_disagree=True, process_speedups=[3.38, 4.66, 5.02],
+                     eager_device_busy_ms_per_call=1.1), 1)
+    caution = next(w for w in v.warnings if "disagree" in w)
+    assert "3.38×, 4.66×, 5.02×" in caution
+    assert "launch-bound" in caution and "1.1 ms of eager's 5.9 ms" in caution
+
+
+def test_disagreeing_processes_on_a_busy_host_name_the_host():
+    v = decide(_rows(processes_disagree=True, process_speedups=[2.0, 4.0],
+                     host_other_busy_cores=3.0, eager_device_busy_ms_per_call=1.1), 1)
+    assert any("disagree" in w and "host CPU was busy" in w for w in v.warnings)
+
+
+def test_one_process_interval_is_marked():
+    v = decide(_rows(n_processes=1), 1)
+    assert any("measured in one process" in w for w in v.warnings)
+    assert not any("one process" in w for w in decide(_rows(), 1).warnings)
+
+
+def test_fastest_per_call_is_best_not_highest_ratio():
+    """A variant with a higher ratio against a slower paired eager is not the fastest."""
+    rows = _rows()
+    rows.append({"variant": "default", "status": "ok", "correct": True, "median_ms": 2.0,
+                 "eager_median_ms": 12.0, "speedup": 6.0, "speedup_ci_low": 5.0,
+                 "speedup_ci_high": 7.0, "n_processes": 3})
+    assert decide(rows, 1).latency_choice == "reduce-overhead"
+
+
+def test_incorrect_fastest_is_skipped_in_the_cli_too():
+    rows = _rows(correct=False, max_rel_err=0.2, rtol=0.05)
+    v = decide(rows, 1)
+    assert v.latency_choice == "eager"
+    assert any("differs from eager beyond tolerance" in w for w in v.warnings)
 
 
 def test_noisy_variants_share_one_caution():

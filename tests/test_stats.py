@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.contract import STATS_KEYS
 from engine.stats import (
-    STATS_KEYS,
     Summary,
     add_stats,
     break_even_calls,

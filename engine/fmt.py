@@ -1,4 +1,4 @@
-"""Number formatting shared by charts, tables, verdicts and the report (pure, no Streamlit)."""
+"""Number formatting shared by the CLI, verdicts, charts, tables and the report (pure Python)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,275 @@
+"""The one verdict for a run: which variant to ship, and the figures behind it.
+
+Every place that states a verdict (``engine show``, the dashboard, the HTML report) calls
+:func:`decide` on the run's variant rows (dicts with the contract's figure names, as
+``storage.queries`` or ``show --json`` give them).  Pure Python, no pandas: the engine host runs it.
+
+Three questions, answered separately because they have different answers:
+
+- **latency**: one call at a time.  The candidate is the *fastest per call* (lowest
+  synchronised per-call median) among variants whose output matched eager; it is recommended
+  only when its speedup interval lies above 1.0.  Otherwise eager, and when compiled is slower
+  the text says so plainly.
+- **throughput**: many calls back to back (pipelined medians, paired).
+- **short jobs**: the compile cost against the per-call saving: ``break_even_calls`` (cold cache)
+  and ``break_even_calls_warm``, both computed once by ``engine.stats.break_even_calls``.
+
+Cautions name what makes a figure less trustworthy: processes that disagree (with the likely
+cause), one measuring process only, noisy series, a busy host, failed variants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine import fmt
+from engine.hostload import BUSY_HOST_CORES
+
+TIE_BAND = 0.03  # pipelined ratios within ±3 % of 1.0 are called a tie (no CI for pipelined)
+LAUNCH_BOUND = 0.5  # eager's device-busy time below half its wall time: launch-bound
+
+Row = Mapping[str, Any]
+
+
+@dataclass
+class Verdict:
+    run_id: int | None
+    latency: str
+    throughput: str
+    short_jobs: str
+    slower_than_eager: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    latency_choice: str | None = None
+    throughput_choice: str | None = None
+    short_jobs_choice: str | None = None
+
+    def lines(self) -> list[tuple[str, str]]:
+        """(label, sentence) pairs in reading order; every front end renders these."""
+        out = [("Latency", self.latency), ("Throughput", self.throughput),
+               ("Short jobs", self.short_jobs)]
+        out += [("Slower than eager", s) for s in self.slower_than_eager]
+        out += [("Caution", w) for w in self.warnings]
+        return out
+
+    def as_markdown(self) -> str:
+        """A Markdown list whose sentences are escaped: only the labels are markup."""
+        return "\n".join(f"- **{label}:** {md_escape(text)}" for label, text in self.lines())
+
+    def as_text(self) -> str:
+        return "\n".join(f"{label}: {text}" for label, text in self.lines())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"latency": self.latency, "throughput": self.throughput,
+                "short_jobs": self.short_jobs, "slower_than_eager": self.slower_than_eager,
+                "warnings": self.warnings, "latency_choice": self.latency_choice,
+                "throughput_choice": self.throughput_choice,
+                "short_jobs_choice": self.short_jobs_choice}
+
+
+_MD_SPECIAL = set("\\`*_{}[]()#+-.!<>|~$:")
+
+
+def md_escape(text: str) -> str:
+    """Backslash-escape every Markdown/HTML special character, so text renders as itself."""
+    return "".join("\\" + c if c in _MD_SPECIAL else c for c in str(text))
+
+
+def _join(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _v(row: Row, key: str) -> float | None:
+    return fmt.num(row.get(key))
+
+
+def _true(value: Any) -> bool:
+    return value is True or (fmt.is_num(value) and float(value) == 1.0)
+
+
+def _false(value: Any) -> bool:
+    return value is False or (fmt.is_num(value) and float(value) == 0.0)
+
+
+def busy_host_warning(rows: Iterable[Row]) -> str | None:
+    """One caution naming the variants timed while other processes kept the CPU busy."""
+    busy = [(str(r["variant"]), float(r["host_other_busy_cores"])) for r in rows
+            if _v(r, "host_other_busy_cores") is not None
+            and r["host_other_busy_cores"] >= BUSY_HOST_CORES]
+    if not busy:
+        return None
+    worst = max(cores for _, cores in busy)
+    return (f"{_join([v for v, _ in busy])} {'was' if len(busy) == 1 else 'were'} timed while "
+            f"other processes kept up to {worst:.1f} CPU cores busy; launch-bound calls read "
+            "slower then. Re-run on a quiet machine before trusting these figures.")
+
+
+def disagreement_cause(row: Row) -> str:
+    """The likeliest reason a variant's processes disagree, from what was measured."""
+    busy = _v(row, "host_other_busy_cores")
+    if busy is not None and busy >= BUSY_HOST_CORES:
+        return (f"the host CPU was busy (other processes kept {busy:.1f} cores busy), and "
+                "launch-bound calls follow the host")
+    dev, wall = _v(row, "eager_device_busy_ms_per_call"), _v(row, "eager_median_ms")
+    if dev is not None and wall:
+        share = dev / wall
+        if share < LAUNCH_BOUND:
+            return (f"eager is launch-bound: the GPU is busy {fmt.ms(dev)} of eager's "
+                    f"{fmt.ms(wall)} per call ({share:.0%}), so eager's time follows the host "
+                    "CPU's speed, which drifts between processes and minutes")
+        return (f"eager keeps the GPU busy {share:.0%} of its wall time, so the host is not "
+                "the likely cause; suspect GPU clocks (power, temperature) or another tenant")
+    return ("no profiler figure to tell launch-bound eager from GPU clocks; a busy or "
+            "frequency-scaling host CPU is the usual cause")
+
+
+def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
+    out: list[str] = []
+    noisy = [str(r["variant"]) for r in ok if _true(r.get("noisy"))]
+    if noisy:  # one line for all of them: four identical cautions buried the verdict
+        out.append(f"{_join(noisy)} measurements are noisy (IQR > 10 % of median); "
+                   "re-run on a quiet machine before trusting small differences.")
+    busy = busy_host_warning(ok)
+    if busy:
+        out.append(busy)
+    for r in compiled:
+        k = _v(r, "n_processes")
+        if _true(r.get("processes_disagree")):
+            per = ", ".join(fmt.ratio(s) for s in (r.get("process_speedups") or []))
+            out.append(f"{r['variant']}: its measuring processes disagree beyond their own "
+                       f"noise (speedups {per}); the interval includes that spread. Likely "
+                       f"cause: {disagreement_cause(r)}.")
+        elif k == 1:
+            out.append(f"{r['variant']} was measured in one process: its interval covers noise "
+                       "inside that process only, not the drift between processes.")
+    return out
+
+
+def decide(rows: Iterable[Row], run_id: int | None = None) -> Verdict:
+    """The verdict for one run from its variant rows (rows of other runs must be left out)."""
+    rows = list(rows)
+    if not rows:
+        return Verdict(run_id, "No results yet.", "No results yet.", "No results yet.")
+    warnings = [f"{r['variant']} did not finish ({r.get('failure_kind') or r.get('status')}); "
+                "see its error below." for r in rows if r.get("status", "ok") != "ok"]
+    ok = [r for r in rows if r.get("status", "ok") == "ok"]
+    eager = next((r for r in ok if r["variant"] == "eager"), None)
+    compiled = [r for r in ok if r["variant"] != "eager"]
+    if eager is None:
+        msg = "No eager baseline finished, so nothing can be compared against eager."
+        return Verdict(run_id, msg, msg, msg, warnings=warnings)
+    if not compiled:
+        msg = "Ship eager: no compiled variant finished."
+        return Verdict(run_id, msg, msg, msg, warnings=warnings, latency_choice="eager",
+                       throughput_choice="eager", short_jobs_choice="eager")
+    warnings += _cautions(ok, compiled)
+    candidates = []
+    for r in compiled:
+        if _false(r.get("correct")):
+            warnings.append(
+                f"{r['variant']} output differs from eager beyond tolerance (max relative "
+                f"error {_v(r, 'max_rel_err')}, allowed {_v(r, 'rtol')}): not recommended.")
+            continue
+        candidates.append(r)
+
+    slower = []
+    for r in candidates:
+        s, hi = _v(r, "speedup"), _v(r, "speedup_ci_high")
+        if s is not None and s < 1.0 and (hi is None or hi < 1.0):
+            slower.append(
+                f"{r['variant']} is slower than eager per call: {fmt.ms(_v(r, 'median_ms'))} vs "
+                f"{fmt.ms(_v(r, 'eager_median_ms'))} ({fmt.ratio(s)}, i.e. "
+                f"{(1 / s - 1):.0%} more time per call).")
+    latency, lat_choice = _latency(candidates)
+    throughput, thr_choice = _throughput(candidates)
+    short, short_choice = _short_jobs(candidates, eager)
+    return Verdict(run_id, latency, throughput, short, slower, warnings,
+                   lat_choice, thr_choice, short_choice)
+
+
+def fastest(candidates: list[Row]) -> Row | None:
+    """The fastest per call: lowest synchronised per-call median among those with a speedup."""
+    scored = [r for r in candidates
+              if _v(r, "speedup") is not None and _v(r, "median_ms") is not None]
+    return min(scored, key=lambda r: _v(r, "median_ms")) if scored else None
+
+
+def _ci(r: Row) -> str:
+    lo, hi = _v(r, "speedup_ci_low"), _v(r, "speedup_ci_high")
+    if lo is None or hi is None:
+        return ""
+    k = _v(r, "n_processes")
+    over = f" over {int(k)} processes" if k and k > 1 else ""
+    return f", 95% CI {fmt.ratio(lo)}–{fmt.ratio(hi)}{over}"
+
+
+def _latency(candidates: list[Row]) -> tuple[str, str]:
+    best = fastest(candidates)
+    if best is None:
+        return "Ship eager: no compiled variant has a per-call measurement.", "eager"
+    s = _v(best, "speedup")
+    lo, hi = _v(best, "speedup_ci_low"), _v(best, "speedup_ci_high")
+    figures = (f"{fmt.ms(_v(best, 'median_ms'))} per call vs "
+               f"{fmt.ms(_v(best, 'eager_median_ms'))} eager ({fmt.ratio(s)}{_ci(best)})")
+    if s < 1.0 and (hi is None or hi < 1.0):
+        return ("Ship eager — compiled is slower than eager here: every compiled variant takes "
+                f"longer per call. Fastest compiled is {best['variant']}: {figures}."), "eager"
+    if (lo is not None and lo <= 1.0) or s < 1.0:
+        return ("Ship eager — no compiled variant is measurably faster per call (the confidence "
+                f"interval includes 1.0). Fastest compiled is {best['variant']}: {figures}."), \
+            "eager"
+    return (f"Ship {best['variant']} — {figures}, {1 - 1 / s:.0%} less time per call.",
+            str(best["variant"]))
+
+
+def _throughput(candidates: list[Row]) -> tuple[str, str]:
+    rows = []
+    for r in candidates:
+        p, e = _v(r, "pipelined_median_ms"), _v(r, "eager_pipelined_median_ms")
+        if p and e:
+            rows.append((e / p, p, e, r))
+    if not rows:
+        return "No pipelined measurements; see latency.", "eager"
+    ratio, p, e, best = min(rows, key=lambda t: t[1])  # fastest pipelined
+    figures = (f"{fmt.ms(p)} per call pipelined vs {fmt.ms(e)} eager pipelined "
+               f"({fmt.ratio(ratio)})")
+    if ratio < 1.0 - TIE_BAND:
+        return ("Ship eager — compiled is slower than eager for back-to-back calls too. "
+                f"Fastest compiled is {best['variant']}: {figures}."), "eager"
+    if ratio <= 1.0 + TIE_BAND:
+        return (f"Ship eager — {best['variant']} is within {TIE_BAND:.0%} of eager pipelined "
+                f"(a tie): {figures}."), "eager"
+    return f"Ship {best['variant']} — {figures}.", str(best["variant"])
+
+
+def measurably_faster(r: Row) -> bool:
+    """Speedup above 1.0 and, when an interval is known, its lower end above 1.0 too."""
+    s, lo = _v(r, "speedup"), _v(r, "speedup_ci_low")
+    return s is not None and s > 1.0 and (lo is None or lo > 1.0)
+
+
+def _short_jobs(candidates: list[Row], eager: Row) -> tuple[str, str]:
+    paying = [(_v(r, "break_even_calls"), r) for r in candidates
+              if measurably_faster(r) and _v(r, "break_even_calls") is not None]
+    if not paying:
+        return ("Run eager — compile cost is never repaid: no compiled variant is measurably "
+                "faster per call, so every call after the first only adds to the compile "
+                "time."), "eager"
+    be, r = min(paying, key=lambda t: t[0])
+    cold, warm = _v(r, "first_call_cold_s"), _v(r, "first_call_warm_s")
+    saving = (_v(r, "eager_median_ms") or 0) - (_v(r, "median_ms") or 0)
+    eager_work_s = be * (_v(r, "eager_median_ms") or 0) / 1000
+    text = (f"{r['variant']} pays for its compile after {fmt.calls(be)} "
+            f"(≈ {fmt.seconds(eager_work_s)} of eager work): its first call takes "
+            f"{fmt.seconds(cold)} with a cold cache")
+    if warm is not None:
+        text += f" ({fmt.seconds(warm)} with a warm cache"
+        warm_be = _v(r, "break_even_calls_warm")
+        if warm_be is not None:
+            text += f", paying off after {fmt.calls(warm_be)}"
+        text += ")"
+    text += (f" against {fmt.seconds(_v(eager, 'first_call_cold_s'))} for eager, then saves "
+             f"{fmt.ms(saving)} per call. For jobs shorter than {fmt.calls(be)}, run eager.")
+    return text, str(r["variant"])

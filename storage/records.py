@@ -1,0 +1,71 @@
+"""One stored run as plain dicts, without pandas: what ``engine show`` (text and ``--json``)
+reads on a GPU host that has only requirements-engine.txt.
+
+Each variant is one flat dict keyed by the contract's figure names (engine/contract.py), the
+same names as the dashboard's ``variants`` DataFrame columns: result figures, stats figures
+(those without a column read back from ``extra``), plus the lists ``graph_breaks``,
+``recompiles`` and ``sweep``.  The per-call series are left out unless asked for.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from engine.contract import FIGURES
+from storage.db import Database
+from storage.models import Run, RunTag, VariantResult
+from storage.results import CHILDREN
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _variant(entity: VariantResult, series: bool) -> dict[str, Any]:
+    extra = entity.extra if isinstance(entity.extra, dict) else {}
+    extra_stats = extra.get("stats") if isinstance(extra.get("stats"), dict) else {}
+    row: dict[str, Any] = {"variant": entity.variant, "status": entity.status}
+    for f in FIGURES:
+        if f.kind == "series" and not series:
+            continue
+        if f.column:
+            row[f.name] = getattr(entity, f.name)
+        else:
+            row[f.name] = (extra_stats if f.where == "stats" else extra).get(f.name)
+    if not series and isinstance(row.get("processes"), list):
+        # Per-process figures without their raw series: what a reader of the table needs.
+        row["processes"] = [{k: v for k, v in p.items() if not k.endswith("_ms")}
+                            for p in row["processes"] if isinstance(p, dict)]
+    for key, (_entity, fields) in CHILDREN.items():
+        rows = getattr(entity, "sweep_points" if key == "sweep" else key)
+        row[key] = [{name: getattr(child, name) for name in fields} for child in rows]
+    return row
+
+
+def load_run(db: Database, run_id: int, *, series: bool = False) -> dict[str, Any] | None:
+    """The run with its variants in the order of its spec, or None when there is no such run."""
+    with db.session() as session:
+        run = session.get(Run, int(run_id))
+        if run is None:
+            return None
+        tags = list(session.scalars(select(RunTag.tag).where(RunTag.run_id == run.id)
+                                    .order_by(RunTag.tag)))
+        entities = list(session.scalars(select(VariantResult)
+                                        .where(VariantResult.run_id == run.id)
+                                        .order_by(VariantResult.id)))
+        spec = run.spec if isinstance(run.spec, dict) else {}
+        order = {v: i for i, v in enumerate(spec.get("variants") or [])}
+        entities.sort(key=lambda e: order.get(e.variant, len(order)))
+        dims = run.dims if isinstance(run.dims, dict) else {}
+        return {
+            "run_id": run.id, "status": run.status, "model": run.model, "dims": dims,
+            "dims_label": ", ".join(f"{k}={v}" for k, v in dims.items()),
+            "dtype": run.dtype, "device": run.device, "gpu": run.gpu,
+            "torch_version": run.torch_version, "error": run.error, "note": run.note,
+            "tags": tags, "created_at": _iso(run.created_at), "started_at": _iso(run.started_at),
+            "finished_at": _iso(run.finished_at), "environment": run.environment or {},
+            "spec": spec, "variants": [_variant(e, series) for e in entities],
+        }
