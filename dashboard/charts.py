@@ -305,7 +305,8 @@ def latency_distribution(samples: pd.DataFrame, log_y: bool = False) -> go.Figur
 
 
 SPEEDUP_TITLE = "Speedup over eager per variant (×, 95% CI)"
-SPEEDUP_SUB = "eager median ÷ variant median, paired rounds · green: faster, red: slower than eager"
+SPEEDUP_SUB = ("eager ÷ variant per-call median, paired rounds · interval over measuring "
+               "processes (hierarchical bootstrap) · ○ one process · green: faster, red: slower")
 
 
 def speedup(variants: pd.DataFrame) -> go.Figure:
@@ -341,6 +342,18 @@ def speedup(variants: pd.DataFrame) -> go.Figure:
             insidetextanchor="middle", customdata=ci_text,
             hovertemplate="%{x}<br>%{y:.2f}× eager<br>%{customdata}<extra>" + name + "</extra>",
         ))
+    # Each measuring process's own speedup: the spread between processes, shown as it is.
+    xs, ys = [], []
+    procs = df["process_speedups"] if "process_speedups" in df.columns else [None] * len(df)
+    for label, per in zip(df["label"], procs, strict=True):
+        if isinstance(per, list) and len(per) > 1:
+            xs += [label] * len(per)
+            ys += [float(x) for x in per]
+    if xs:
+        fig.add_trace(go.Scatter(
+            name="one measuring process", x=xs, y=ys, mode="markers",
+            marker={"color": "#111111", "size": 7, "symbol": "circle-open"},
+            hovertemplate="%{x}<br>one process: %{y:.2f}×<extra></extra>"))
     _eager_line(fig)
     fig.update_xaxes(categoryorder="array", categoryarray=list(df["label"]))
     return _layout(fig, SPEEDUP_TITLE, x_title, y_title, SPEEDUP_SUB)
@@ -356,9 +369,10 @@ BREAK_EVEN_SUB = "first call (compile) + (n − 1) steady calls · where a line 
 def _break_even_rows(variants: pd.DataFrame) -> list[dict]:
     """Per ok compile variant: its own and eager's first-call cost, per-call cost, break-even.
 
-    Cumulative time of n calls = first call + (n - 1) × steady-state median. The crossing with
-    eager is ``break_even_calls`` from engine/stats.py when stored, else computed the same way
-    (1 + ⌈extra first-call cost ÷ per-call saving⌉).
+    Cumulative time of n calls = first call + (n - 1) × steady-state median, with the paired
+    eager median and the eager first call that ``engine.stats.break_even_calls`` used, so the
+    lines cross exactly at the stored ``break_even_calls`` (the one break-even, computed once;
+    results from before ``eager_first_call_ms`` was stored fall back to eager's own first call).
     """
     rows = []
     df = _ok(variants)
@@ -367,22 +381,17 @@ def _break_even_rows(variants: pd.DataFrame) -> list[dict]:
     for run_id, g in df.groupby("run_id", sort=False):
         eager = g[g["variant"] == "eager"]
         eager_first = fmt.num(eager["first_call_cold_s"].iloc[0]) if not eager.empty else None
-        eager_med = fmt.num(eager["median_ms"].iloc[0]) if not eager.empty else None
         for _, r in g[g["variant"] != "eager"].iterrows():
-            med = fmt.num(r.get("median_ms"))
+            med, e_med = fmt.num(r.get("median_ms")), fmt.num(r.get("eager_median_ms"))
             first = fmt.num(r.get("first_call_cold_s"))
-            e_med = fmt.num(r.get("eager_median_ms")) or eager_med
             if med is None or first is None or e_med is None:
                 continue
-            e_first = eager_first if eager_first is not None else e_med / 1000.0
-            be = fmt.num(r.get("break_even_calls"))
-            if be is None and med < e_med:  # same formula as engine/stats.py
-                be = 1 + math.ceil(max(first - e_first, 0.0) / ((e_med - med) / 1000.0))
-            if med >= e_med:
-                be = None
+            e_first_ms = fmt.num(r.get("eager_first_call_ms"))
+            e_first = e_first_ms / 1000.0 if e_first_ms is not None else eager_first
             rows.append({"run_id": run_id, "variant": r["variant"], "first_s": first,
-                         "median_ms": med, "eager_first_s": e_first, "eager_median_ms": e_med,
-                         "break_even_calls": be})
+                         "median_ms": med, "eager_first_s": e_first or e_med / 1000.0,
+                         "eager_median_ms": e_med,
+                         "break_even_calls": fmt.num(r.get("break_even_calls"))})
     return rows
 
 

@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relative half-width of the speedup interval to stop at (0.05 = 5 %%)")
     r.add_argument("--process-budget", type=float, default=DEFAULTS["process_budget_s"],
                    help="seconds of extra processes beyond --processes")
-    r.add_argument("--no-warm-cache", action="store_true", help="skip the warm-cache compile")
+    r.add_argument("--no-warm-cache", action="store_true", help="do not insist on a warm-cache process: with --processes 1 the "
+                        "variant runs in one (cold) process only")
     r.add_argument("--tag", action="append", default=[])
     r.add_argument("--note", default="")
     r.add_argument("--queue", action="store_true",

@@ -56,9 +56,9 @@ class RunSpec:
     # replication): at least `processes`, more while the interval's relative half-width exceeds
     # `target_halfwidth`, up to `max_processes` or `process_budget_s` seconds of extra processes.
     processes: int = 3
-    max_processes: int = 5
+    max_processes: int = 4
     target_halfwidth: float = 0.05
-    process_budget_s: float = 60.0
+    process_budget_s: float = 30.0
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -160,6 +160,8 @@ FIGURES: tuple[Figure, ...] = (
     _s("break_even_calls", "float", "break-even calls", "cold cache; null = never"),
     _s("break_even_calls_warm", "float", "break-even calls (warm)", "warm cache; null = never",
        column=False),
+    _s("eager_first_call_ms", "float", None, "eager's first call after CUDA start-up, as "
+       "break-even used it", column=False),
     _s("n_processes", "int", "processes", column=False),
     _s("process_speedups", "json", None, "speedup measured in each process", column=False),
     _s("speedup_spread", "float", "process spread",

@@ -443,6 +443,7 @@ def add_stats(result: dict[str, Any], eager_first_call_ms: float | None = None, 
 
     eager_first = (float(eager_first_call_ms) if eager_first_call_ms is not None
                    else stats["eager_median_ms"])
+    stats["eager_first_call_ms"] = eager_first
     for key, first_s in (("break_even_calls", result.get("first_call_cold_s")),
                          ("break_even_calls_warm", result.get("first_call_warm_s"))):
         if first_s is not None:

@@ -68,7 +68,9 @@ class Verdict:
                 "short_jobs_choice": self.short_jobs_choice}
 
 
-_MD_SPECIAL = set("\\`*_{}[]()#+-.!<>|~$:")
+# What can open Markdown, HTML, Streamlit icons/emoji (":name:") or LaTeX ("$") mid-sentence;
+# "-", "." and "+" only matter at the start of a line, where a verdict sentence never is.
+_MD_SPECIAL = set("\\`*_[]#!<>|~$:")
 
 
 def md_escape(text: str) -> str:
