@@ -36,6 +36,7 @@ from storage.results import (
     normalize_tags,
     require_run,
 )
+from storage.text import check_note
 
 # A run lost by its worker is re-queued while it has been claimed fewer times than this.
 MAX_ATTEMPTS = 2
@@ -78,6 +79,7 @@ def enqueue_run(
     model = spec.get("model")
     if not isinstance(model, str) or not model:
         raise ValueError("spec['model'] must be a non-empty string")
+    check_note(note or "")
     run = Run(
         created_at=utcnow(),
         status="queued",
