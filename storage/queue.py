@@ -29,6 +29,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Text, cast, select, update
+from sqlalchemy.orm import load_only
 
 from storage.db import Database
 from storage.models import FINAL_RUN_STATUSES, Run, RunTag, utcnow
@@ -157,6 +158,15 @@ def _decode_spec(text: Any) -> Any:
         return text  # not a JSON object: the validator says so
 
 
+def _select_run() -> Any:
+    """``select(Run)`` loading only the queue's own columns: the JSON columns (spec, dims,
+    environment) may hold anything someone wrote into the database, and finishing or
+    re-queueing a run must not depend on decoding them."""
+    return select(Run).options(
+        load_only(Run.id, Run.status, Run.worker_id, Run.attempts, Run.cancel_requested, Run.device)
+    )
+
+
 def _oldest_queued() -> Any:
     return select(Run.id).where(Run.status == "queued").order_by(Run.created_at, Run.id).limit(1)
 
@@ -273,7 +283,7 @@ def finish_run(
         if worker_id is not None:
             conditions.append(Run.worker_id == worker_id)
         # FOR UPDATE: a concurrent request_cancel must not slip between this read and the write.
-        run = session.scalars(select(Run).where(*conditions).with_for_update()).one_or_none()
+        run = session.scalars(_select_run().where(*conditions).with_for_update()).one_or_none()
         if run is None:
             require_run(session, run_id)
             return False
@@ -319,7 +329,7 @@ def requeue_run(db: Database, run_id: int, worker_id: str) -> bool:
     """
     with db.session(write=True) as session:
         run = session.scalars(
-            select(Run)
+            _select_run()
             .where(Run.id == run_id, Run.status == "running", Run.worker_id == worker_id)
             .with_for_update()
         ).one_or_none()
@@ -345,7 +355,7 @@ def recover_stale_runs(db: Database, stale_after_s: float) -> list[int]:
     # Rows another recoverer is already handling are skipped (SQLite has no row locks; its
     # BEGIN IMMEDIATE already serialises recoverers).
     stale = (
-        select(Run)
+        _select_run()
         .where(Run.status == "running", Run.heartbeat_at < cutoff)
         .order_by(Run.id)
         .with_for_update(skip_locked=True)
@@ -383,7 +393,7 @@ def recover_dead_runs(db: Database, host: str, is_alive: Callable[[int], bool]) 
     # Only the dead claimers' rows are locked: live workers' heartbeats never wait on this.
     with db.session(write=True) as session:
         rows = session.scalars(
-            select(Run)
+            _select_run()
             .where(Run.id.in_(list(dead)), Run.status == "running")
             .order_by(Run.id)
             .with_for_update(skip_locked=True)
