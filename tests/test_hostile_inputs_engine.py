@@ -53,6 +53,12 @@ CLI_CASES = [
     ("show-corrupt-db", ["show", "1", "--db", "sqlite:///{tmp}/corrupt.db"], "not a database"),
     ("run-corrupt-db", ["run", "--model", "mlp", "--dim", "hidden=8", "--queue",
                         "--db", "sqlite:///{tmp}/corrupt.db"], "not a database"),
+    # /proc refuses new files even to root: the read-only directory case on any CI machine.
+    ("run-readonly-dir", ["run", "--model", "mlp", "--dim", "hidden=8", "--queue",
+                          "--db", "sqlite:////proc/compilelab.db"], "unable to open"),
+    ("run-unwritable-parent", ["run", "--model", "mlp", "--dim", "hidden=8", "--queue",
+                               "--db", "sqlite:////proc/sys/none/compilelab.db"],
+     "cannot create the folder"),
     ("show-missing-run", ["show", "424242", "--db", "sqlite:///{tmp}/real.db"], "424242"),
     ("db-nonsense", ["show", "1", "--db", "nonsense"], "not a database URL"),
     ("db-unreachable-pg", ["show", "1", "--db", f"postgresql://u:{SECRET}@127.0.0.1:1/x"],
