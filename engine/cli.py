@@ -1,7 +1,10 @@
 """``python -m engine``: models | run | show | worker | cancel.
 
-Bad input gets one clear line on stderr and exit code 2, and nothing is stored: the spec is
-validated completely (including the device and user factories) before a run row is written.
+Bad input gets one clear line on stderr and exit code 2, and nothing is stored: the spec, tags
+and note are validated completely (including the device, the backend and user factories) before
+a run row is written. Database URLs are only ever shown with the password masked. ``show`` and
+``cancel`` never create a database. ``run`` ends its run as cancelled on Ctrl-C, SIGTERM or
+SIGHUP (the measuring child's process group is ended first), so nothing is left ``running``.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
+import signal
 import sys
 from typing import Any
 
@@ -44,7 +47,25 @@ def _parse_dims(items: list[str]) -> tuple[dict[str, int], dict[str, Any] | None
 
 
 def _dynamic(text: str) -> bool | None:
-    return {"none": None, "true": True, "false": False}[text.lower()]
+    choices = {"none": None, "true": True, "false": False}
+    if text.lower() not in choices:
+        raise argparse.ArgumentTypeError(f"expected none, true or false, got {text!r}")
+    return choices[text.lower()]
+
+
+MAX_RUN_ID = 2**63 - 1  # the id column is a 64-bit integer on both databases
+
+
+def _run_id(text: str) -> int:
+    """A run id as the user typed it: a positive whole number that fits the id column."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a run id is a positive whole number, got {text!r}") \
+            from None
+    if not 1 <= value <= MAX_RUN_ID:
+        raise argparse.ArgumentTypeError(f"no run can have id {text} (ids are 1..{MAX_RUN_ID})")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the run id only")
 
     s = sub.add_parser("show", help="print a stored run as a table")
-    s.add_argument("run_id", type=int)
+    s.add_argument("run_id", type=_run_id)
     s.add_argument("--json", action="store_true",
                    help="print the run as one JSON document (docs/CONTRACTS.md)")
 
@@ -104,9 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--stale-after", type=float, default=60.0,
                    help="seconds without heartbeat after which a running run is recovered")
     w.add_argument("--once", action="store_true", help="exit when the queue is empty")
+    w.add_argument("--allow-user-models", action="store_true",
+                   help="also run file and module references (path/file.py:factory, "
+                        "pkg.mod:factory) found in queued specs: anyone who can write the "
+                        "database can then run code on this host (also: "
+                        "COMPILELAB_ALLOW_USER_MODELS=1). Default: catalogue and plugin:NAME only")
 
     c = sub.add_parser("cancel", help="cancel a queued or running run")
-    c.add_argument("run_id", type=int)
+    c.add_argument("run_id", type=_run_id)
     for sp in (r, s, w, c):
         sp.add_argument("--db", default=None,
                         help="database URL (default: $COMPILELAB_DB or sqlite:///compilelab.db)")
@@ -144,7 +170,10 @@ class ProgressLine:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from storage.text import check_note, normalize_tags
+
     dims, sweep = _parse_dims(args.dim)
+    tags, note = normalize_tags(args.tag), check_note(args.note)
     raw = {
         "model": args.model, "dims": dims, "sweep": sweep, "dtype": args.dtype,
         "device": args.device, "variants": [v.strip() for v in args.variants.split(",") if v],
@@ -155,31 +184,52 @@ def cmd_run(args: argparse.Namespace) -> int:
         "processes": args.processes, "max_processes": args.max_processes,
         "target_halfwidth": args.target_halfwidth, "process_budget_s": args.process_budget,
     }
-    spec = normalise(raw, check_device=True, check_factory=True)
+    # The local user typed this command, file and module references included.
+    spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)
     from storage import open_database, queue
 
     db = open_database(args.db)
-    run_id = queue.enqueue_run(db, spec, tags=args.tag, note=args.note)
+    run_id = queue.enqueue_run(db, spec, tags=tags, note=note)
     if args.queue:
         print(run_id if args.json else f"queued run {run_id}")
         return 0
     from engine.execute import execute_run
 
-    worker_id = f"cli:{socket.gethostname()}:{os.getpid()}"
+    worker_id = queue.worker_identity("cli")
     if not queue.claim_run(db, run_id, worker_id):
         raise UsageError(f"run {run_id} was taken by a worker; see python -m engine show {run_id}")
     print(f"run {run_id}: {spec['model']} {spec['dims']} {spec['dtype']} on {spec['device']}: "
           f"{', '.join(spec['variants'])}", file=sys.stderr)
     bar = ProgressLine()
+    caught: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if caught:  # a second signal: stop waiting for the child to be ended cleanly
+            raise KeyboardInterrupt
+        caught.append(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     try:
+        # A signal sets ``caught``; the runner then ends the child's process group (as for a
+        # cancel) and execute_run returns "interrupted": the run is finished here, as cancelled.
         status = execute_run(db, run_id, spec, worker_id, on_progress=bar,
+                             stop_requested=lambda: bool(caught),
                              log=lambda m: (bar.close(), print(m, file=sys.stderr)))
     except KeyboardInterrupt:
-        bar.close()
-        queue.finish_run(db, run_id, "cancelled", error="interrupted from the keyboard")
-        print(f"run {run_id} cancelled", file=sys.stderr)
-        return 130
+        status = "interrupted"
+        caught.append(signal.SIGINT)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
     bar.close()
+    if status == "interrupted":
+        name = signal.Signals(caught[0]).name
+        reason = "interrupted from the keyboard" if caught[0] == signal.SIGINT else \
+            f"interrupted by {name}"
+        queue.finish_run(db, run_id, "cancelled", error=reason, worker_id=worker_id)
+        print(f"run {run_id} cancelled ({reason})", file=sys.stderr)
+        return 128 + caught[0]
     if args.json:
         print(run_id)
         return 0
@@ -193,7 +243,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from engine.report import format_run, run_json
     from storage import open_database
 
-    db = open_database(args.db)
+    db = open_database(args.db, create=False)
     if args.json:
         # Exactly one JSON document on stdout; NaN (never stored, but be safe) becomes null.
         print(json.dumps(run_json(db, args.run_id), default=str, allow_nan=False))
@@ -205,13 +255,18 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     from storage import open_database, queue
 
-    status = queue.request_cancel(open_database(args.db), args.run_id)
+    status = queue.request_cancel(open_database(args.db, create=False), args.run_id)
     print(f"run {args.run_id}: {status}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from storage.db import DatabaseOpenError, SchemaError, mask_url
+    from storage.text import one_line
+
     try:
         if args.cmd == "models":
             return cmd_models()
@@ -225,8 +280,16 @@ def main(argv: list[str] | None = None) -> int:
             from engine.worker import main as worker_main
 
             return worker_main(args)
-    except (SpecError, CatalogueError, UsageError, LookupError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (SpecError, CatalogueError, UsageError, LookupError, DatabaseOpenError, SchemaError,
+            ValueError, TypeError) as e:
+        # ValueError/TypeError: storage.text's rule for tags and notes (TextError), or a value
+        # storage refused; each carries a message meant for the user.
+        print(f"error: {one_line(e)}", file=sys.stderr)
+        return 2
+    except SQLAlchemyError as e:  # the database failed mid-command (server gone, disk full)
+        reason = one_line(getattr(e, "orig", None) or e, 300)
+        db = mask_url(getattr(args, "db", None) or os.environ.get("COMPILELAB_DB"))
+        print(f"error: database {db}: {reason}", file=sys.stderr)
         return 2
     return 2
 

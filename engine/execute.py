@@ -26,6 +26,7 @@ def execute_run(
     on_progress: Callable[[str, str, float], None] | None = None,
     stop_requested: Callable[[], bool] = lambda: False,
     heartbeat_every_s: float = 0.5,
+    retry_cap_s: float = 30.0,
 ) -> str:
     """Returns the run's final status: done, failed or cancelled. ``stop_requested`` (the worker's
     SIGTERM) ends the current child like a cancel, but the caller re-queues the run instead
@@ -35,20 +36,41 @@ def execute_run(
     A heartbeat answering "stop" means either a cancel or a lost run, and only ``finish_run``
     (which checks the owner) tells them apart: from that moment results are held back and saved
     only once the run has been finished as this worker's, so a stalled worker that wakes up can
-    neither overwrite another worker's results nor end its run as cancelled."""
+    neither overwrite another worker's results nor end its run as cancelled.
+
+    A database outage does not end the run: heartbeats that fail are skipped (the child goes on
+    measuring), and saving a result or finishing the run is retried with capped backoff until
+    the database is back (``engine.dbretry``), so results measured during the outage are written
+    when it ends. If the outage outlasted the stale timeout, another worker may have taken the
+    run meanwhile: the ownership checks above then drop this worker's results."""
+    from engine.dbretry import is_outage, retry
     from storage import queue, results
 
     env: dict[str, Any] = host_fingerprint()
-    state = {"cancel": False, "beat": 0.0}
+    state: dict[str, Any] = {"cancel": False, "beat": 0.0, "outage": False}
     held: list[dict[str, Any]] = []
+
+    def durable(what: str, fn: Callable[[], Any]) -> Any:
+        return retry(fn, db=db, what=f"{what} (run {run_id})", log=log, cap_s=retry_cap_s)
 
     def beat(variant: str | None, phase: str | None, fraction: float | None,
              force: bool = False) -> None:
         now = time.monotonic()
         if force or now - state["beat"] >= heartbeat_every_s:
             state["beat"] = now
-            if not queue.heartbeat(db, run_id, worker_id, variant=variant, phase=phase,
-                                   fraction=fraction):
+            try:
+                alive = queue.heartbeat(db, run_id, worker_id, variant=variant, phase=phase,
+                                        fraction=fraction)
+            except Exception as exc:
+                if not is_outage(exc):
+                    raise
+                if not state["outage"]:
+                    log(f"run {run_id}: database {db.url} unavailable, measuring on; results "
+                        "are saved when it is back")
+                state["outage"] = True
+                return
+            state["outage"] = False
+            if not alive:
                 state["cancel"] = True
 
     def progress(variant: str, phase: str, fraction: float) -> None:
@@ -68,8 +90,9 @@ def execute_run(
 
     def save(result: dict[str, Any]) -> None:
         if add_environment(result):
-            results.set_environment(db, run_id, env)
-        results.save_variant_result(db, run_id, result)
+            durable("saving the environment", lambda: results.set_environment(db, run_id, env))
+        durable(f"saving variant {result.get('variant')}",
+                lambda: results.save_variant_result(db, run_id, result))
         s = result.get("stats") or {}
         if result.get("status") == "ok":
             log(f"run {run_id}: {result['variant']} done: median {s.get('median_ms'):.4g} ms/call"
@@ -80,7 +103,11 @@ def execute_run(
 
     def store(result: dict[str, Any]) -> None:
         if not state["cancel"]:
-            beat(None, None, None, force=True)  # still ours? (a variant can outlast a stall)
+            # Still ours? (a variant can outlast a stall.) Asked until the database answers.
+            beat(None, None, None, force=True)
+            while state["outage"] and not stop_requested():
+                time.sleep(min(retry_cap_s, 2.0))
+                beat(None, None, None, force=True)
         if state["cancel"] or result.get("status") == "cancelled":
             held.append(result)  # saved after finish_run, if the run is still ours
         else:
@@ -100,8 +127,8 @@ def execute_run(
         error = next((r.get("error") for r in res if r.get("error")), "no variant finished")
     for r in held:
         add_environment(r)
-    if not queue.finish_run(db, run_id, status, error=error, environment=env,
-                            worker_id=worker_id):
+    if not durable("finishing the run", lambda: queue.finish_run(
+            db, run_id, status, error=error, environment=env, worker_id=worker_id)):
         log(f"run {run_id}: no longer this worker's (re-queued after its heartbeat went stale, "
             "or finished elsewhere): its results here are dropped")
         return "lost"

@@ -109,24 +109,28 @@ def run_child(
         )
         t0 = time.monotonic()
         ended: str | None = None
-        while proc.poll() is None:
-            try:  # wait, not sleep: a child that has finished is noticed at once
-                proc.wait(timeout=0.2)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            try:
-                p = json.loads(progress_path.read_text())
-                on_progress(p["phase"], float(p["fraction"]))
-            except (OSError, ValueError, KeyError):
-                pass
-            if should_cancel():
-                ended = "cancelled"
-            elif time.monotonic() - t0 > timeout:
-                ended = "timeout"
-            if ended:
-                _kill_group(proc)
-                break
+        try:
+            while proc.poll() is None:
+                try:  # wait, not sleep: a child that has finished is noticed at once
+                    proc.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                try:
+                    p = json.loads(progress_path.read_text())
+                    on_progress(p["phase"], float(p["fraction"]))
+                except (OSError, ValueError, KeyError):
+                    pass
+                if should_cancel():
+                    ended = "cancelled"
+                elif time.monotonic() - t0 > timeout:
+                    ended = "timeout"
+                if ended:
+                    _kill_group(proc)
+                    break
+        except BaseException:  # Ctrl-C, or a signal handler raising: never leave the child
+            _kill_group(proc)
+            raise
     base: dict[str, Any] = {"variant": variant, "status": "failed", "stderr_tail": _tail(stderr_path)}
     if ended == "cancelled":
         return {**base, "status": "cancelled", "failure_kind": "cancelled",
@@ -142,6 +146,13 @@ def run_child(
     tail = base["stderr_tail"]
     if proc.returncode < 0:
         reason = f"child process died from {_signal_name(proc.returncode)} ({phase} phase)"
+        kind = "crash"
+    elif proc.returncode == 0:
+        # Exit code 0 without a result file: model code ended the process (sys.exit(0) during
+        # build escapes the child's ``except Exception``; os._exit(0) skips everything). That is
+        # a failure, never a success.
+        reason = (f"child process exited with code 0 without writing a result ({phase} phase): "
+                  "the model's code ended the process (sys.exit or os._exit?)")
         kind = "crash"
     else:
         reason = f"child process exited with code {proc.returncode} and no result ({phase} phase)"

@@ -7,10 +7,14 @@ module and inputs) only run when asked, so the dashboard can validate without im
 
 from __future__ import annotations
 
+import math
+import os
 from typing import Any
 
-from engine.catalogue import CatalogueError, check_dim_value, get_model, load_factory
+from engine.catalogue import CatalogueError, check_dim_value, get_model
 from engine.contract import RunSpec
+from engine.environment import PROJECT_ROOT
+from storage.text import one_line
 
 VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 DEVICES = ("cpu", "cuda")
@@ -25,40 +29,122 @@ class SpecError(ValueError):
         self.field = field
 
 
+# Backends a spec may name without torch at hand (the dashboard and the worker validate without
+# importing it): torch's own registered names and the common third-party ones. With
+# ``check_device`` (the CLI), the list torch itself reports on this machine is the authority.
+KNOWN_BACKENDS = frozenset({
+    "inductor", "eager", "aot_eager", "aot_eager_decomp_partition", "aot_eager_default_partitioner",
+    "cudagraphs", "openxla", "tvm", "onnxrt", "tensorrt", "torch_tensorrt", "ipex", "hpu_backend",
+})
+USER_MODELS_ENV = "COMPILELAB_ALLOW_USER_MODELS"
+MAX_TEXT = 512  # model reference, backend, dtype, ... (the runs table holds 512 for model)
+MAX_DIMS = 64
+MAX_SWEEP_VALUES = 1000
+
+
+def _show(v: Any) -> str:
+    """A short, safe rendering of a value from a possibly hostile spec, for a message."""
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v).bit_length() > 64:
+        return "a very large integer"
+    if isinstance(v, (dict, list)):
+        return f"a {'JSON object' if isinstance(v, dict) else 'list'}"
+    return one_line(repr(v), 60)
+
+
+def _text(spec: dict[str, Any], key: str) -> str:
+    v = spec[key]
+    if not isinstance(v, str) or not v or len(v) > MAX_TEXT:
+        raise SpecError(f"{key} must be a short non-empty string, got {_show(v)}", key)
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in v):
+        raise SpecError(f"{key} contains control characters or invalid Unicode: {_show(v)}", key)
+    return v
+
+
 def _num(spec: dict[str, Any], key: str, lo: float, hi: float, integer: bool = False) -> None:
     v = spec[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and v != int(v)):
-        raise SpecError(f"{key} must be a {'whole ' if integer else ''}number, got {v!r}", key)
+    bad = (isinstance(v, bool) or not isinstance(v, (int, float))
+           or (isinstance(v, float) and not math.isfinite(v))
+           or (integer and isinstance(v, float) and v != int(v)))
+    if bad:
+        raise SpecError(f"{key} must be a {'whole ' if integer else ''}number, got {_show(v)}", key)
     if not lo <= v <= hi:
-        raise SpecError(f"{key}={v} is out of range [{lo}, {hi}]", key)
+        raise SpecError(f"{key}={_show(v)} is out of range [{lo}, {hi}]", key)
     spec[key] = int(v) if integer else float(v)
 
 
-def normalise(raw: dict[str, Any], *, check_device: bool = False,
-              check_factory: bool = False) -> dict[str, Any]:
-    """Return a complete spec (defaults filled, dims resolved) or raise SpecError."""
-    unknown = set(raw) - set(DEFAULTS) - {"model"}
-    if unknown:
-        raise SpecError(f"unknown option(s): {', '.join(sorted(unknown))}")
+def _flag(spec: dict[str, Any], key: str) -> None:
+    if not isinstance(spec[key], bool):
+        raise SpecError(f"{key} must be true or false, got {_show(spec[key])}", key)
+
+
+def user_models_allowed_by_env() -> bool:
+    """The operator's switch for a worker: ``COMPILELAB_ALLOW_USER_MODELS=1``."""
+    return os.environ.get(USER_MODELS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def is_reference(model: str) -> bool:
+    """``path/file.py:factory`` or ``pkg.mod:factory``: code named by the spec itself, as opposed
+    to a catalogue name or ``plugin:NAME`` (code the operator put in the plugin folder)."""
+    return ":" in model and not model.startswith("plugin:")
+
+
+def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = False,
+              allow_user_models: bool = False) -> dict[str, Any]:
+    """Return a complete spec (defaults filled, dims resolved) or raise SpecError.
+
+    The one validator for the CLI, the dashboard and the worker. ``raw`` may be anything a
+    database row holds (the worker trusts nothing it reads): every field is type-checked and
+    nothing is imported. File and module references (``path/file.py:factory``,
+    ``pkg.mod:factory``) are refused unless ``allow_user_models``: the CLI passes True (its user
+    typed the reference), a worker only when its operator allowed it (``--allow-user-models`` or
+    ``COMPILELAB_ALLOW_USER_MODELS=1``), the dashboard never. They are refused before the file is
+    even looked at."""
+    if not isinstance(raw, dict):
+        raise SpecError(f"a run spec must be a JSON object, got {_show(raw)}")
+    odd = [k for k in raw if not isinstance(k, str)]
+    unknown = sorted(one_line(repr(k), 40) for k in (set(raw) - set(DEFAULTS) - {"model"}))
+    if odd or unknown:
+        shown = ", ".join(unknown[:5]) + (", …" if len(unknown) > 5 else "")
+        raise SpecError(f"unknown option(s): {shown}")
     if not raw.get("model"):
         raise SpecError("a model is required", "model")
     spec = {**RunSpec.defaults(), **raw}
+    model = _text(spec, "model")
+    if is_reference(model) and not allow_user_models:
+        raise SpecError(
+            f"model {_show(model)} is a file or module reference; this worker runs only catalogue "
+            "models and plugin:NAME from its operator's plugin folder (its operator may allow "
+            f"references with `python -m engine worker --allow-user-models` or {USER_MODELS_ENV}=1)",
+            "model")
     try:
-        info = get_model(str(spec["model"]))
+        info = get_model(model)
     except CatalogueError as e:
-        raise SpecError(str(e), "model") from None
+        raise SpecError(one_line(e), "model") from None
+    dims = spec["dims"]
+    if dims is None:
+        dims = {}
+    if not isinstance(dims, dict) or len(dims) > MAX_DIMS:
+        raise SpecError(f"dims must be an object of at most {MAX_DIMS} name: value pairs, "
+                        f"got {_show(dims)}", "dims")
     try:
-        spec["dims"] = info.resolve_dims(dict(spec["dims"] or {}))
+        spec["dims"] = info.resolve_dims(dict(dims))
     except CatalogueError as e:
-        raise SpecError(str(e), "dims") from None
+        raise SpecError(one_line(e), "dims") from None
 
     sweep = spec["sweep"]
     if sweep:
-        dim_name, values = sweep.get("dim"), list(sweep.get("values") or [])
+        if not isinstance(sweep, dict) or set(sweep) - {"dim", "values"}:
+            raise SpecError(f"sweep must be {{\"dim\": name, \"values\": [...]}}, got {_show(sweep)}",
+                            "sweep")
+        dim_name, values = sweep.get("dim"), sweep.get("values")
+        if not isinstance(dim_name, str) or not isinstance(values, list):
+            raise SpecError("sweep: dim must be a name and values a list of whole numbers", "sweep")
+        if len(values) > MAX_SWEEP_VALUES:
+            raise SpecError(f"sweep: at most {MAX_SWEEP_VALUES} values", "sweep")
         try:
-            d = info.dim(str(dim_name)) if info.dims else None
+            d = info.dim(dim_name) if info.dims else None
         except CatalogueError as e:
-            raise SpecError(str(e), "sweep") from None
+            raise SpecError(one_line(e), "sweep") from None
         if d is not None and not d.input_only:
             raise SpecError(f"sweep: dim {dim_name!r} changes the model itself; sweep an input "
                             f"dim ({', '.join(x.name for x in info.dims if x.input_only)})",
@@ -69,31 +155,40 @@ def normalise(raw: dict[str, Any], *, check_device: bool = False,
             try:
                 check_dim_value(d, v) if d else check_dim_value(info.dim(dim_name), v)
             except CatalogueError as e:
-                raise SpecError(f"sweep: {e}", "sweep") from None
+                raise SpecError(f"sweep: {one_line(e)}", "sweep") from None
         spec["sweep"] = {"dim": dim_name, "values": [int(v) for v in values]}
         spec["dims"][dim_name] = int(values[0])
+    elif sweep is not None:
+        raise SpecError(f"sweep must be an object or null, got {_show(sweep)}", "sweep")
 
-    if spec["dtype"] not in info.dtypes:
-        raise SpecError(f"dtype {spec['dtype']!r} is not supported by {info.name} "
+    if not isinstance(spec["dtype"], str) or spec["dtype"] not in info.dtypes:
+        raise SpecError(f"dtype {_show(spec['dtype'])} is not supported by {info.name} "
                         f"(supported: {', '.join(info.dtypes)})", "dtype")
-    if spec["device"] not in DEVICES:
-        raise SpecError(f"device must be one of {', '.join(DEVICES)}, got {spec['device']!r}",
+    if not isinstance(spec["device"], str) or spec["device"] not in DEVICES:
+        raise SpecError(f"device must be one of {', '.join(DEVICES)}, got {_show(spec['device'])}",
                         "device")
-    variants = list(dict.fromkeys(spec["variants"] or []))
-    bad = [v for v in variants if v not in VARIANTS]
+    raw_variants = spec["variants"] or []
+    if not isinstance(raw_variants, list) or not all(isinstance(v, str) for v in raw_variants):
+        raise SpecError(f"variants must be a list of names, got {_show(raw_variants)}", "variants")
+    variants = list(dict.fromkeys(raw_variants))
+    bad = [_show(v) for v in variants if v not in VARIANTS]
     if bad:
-        raise SpecError(f"unknown variant(s) {', '.join(bad)}; choose from {', '.join(VARIANTS)}",
-                        "variants")
+        raise SpecError(f"unknown variant(s) {', '.join(bad[:5])}; choose from "
+                        f"{', '.join(VARIANTS)}", "variants")
     if "eager" not in variants:
         variants.insert(0, "eager")  # every comparison needs the eager baseline
     variants.sort(key=VARIANTS.index)
     spec["variants"] = variants
-    if spec["backend"] != "inductor" and any(v not in ("eager", "default") for v in variants):
+    backend = _text(spec, "backend")
+    if not check_device and backend not in KNOWN_BACKENDS:
+        raise SpecError(f"unknown backend {_show(backend)}; known: "
+                        f"{', '.join(sorted(KNOWN_BACKENDS))}", "backend")
+    if backend != "inductor" and any(v not in ("eager", "default") for v in variants):
         raise SpecError("compile modes other than 'default' need backend 'inductor'", "variants")
-    if spec["dynamic"] not in (None, True, False):
+    if spec["dynamic"] is not None and not isinstance(spec["dynamic"], bool):
         raise SpecError("dynamic must be None, True or False", "dynamic")
-    spec["fullgraph"] = bool(spec["fullgraph"])
-    spec["cross_check"] = bool(spec["cross_check"])
+    for key in ("fullgraph", "cross_check", "profile", "warm_cache"):
+        _flag(spec, key)
     _num(spec, "warmup_calls", 3, 1000, integer=True)
     _num(spec, "min_samples", 3, 100000, integer=True)
     _num(spec, "min_time_s", 0, 3600)
@@ -110,10 +205,21 @@ def normalise(raw: dict[str, Any], *, check_device: bool = False,
     if spec["max_time_s"] < spec["min_time_s"]:
         raise SpecError("max_time_s must be >= min_time_s", "max_time_s")
     if check_device:
+        check_backend(backend)
         check_device_dtype(spec["device"], spec["dtype"])
     if check_factory and info.source != "builtin":
         check_user_factory(info.factory, spec["dims"])
     return spec
+
+
+def check_backend(backend: str) -> None:
+    """Is ``backend`` registered with torch.compile here? (imports torch)"""
+    import torch._dynamo
+
+    available = torch._dynamo.list_backends(exclude_tags=())
+    if backend not in available:
+        raise SpecError(f"unknown backend {_show(backend)}; this torch has: "
+                        f"{', '.join(b for b in available if 'TESTING' not in b)}", "backend")
 
 
 def check_device_dtype(device: str, dtype: str) -> None:
@@ -132,18 +238,41 @@ def check_device_dtype(device: str, dtype: str) -> None:
         raise SpecError(f"device {device} cannot run {dtype}: {e}", "dtype") from None
 
 
-def check_user_factory(ref: str, dims: dict[str, int]) -> None:
-    """Call a user/plugin factory once to check it returns (nn.Module, tuple_of_inputs)."""
-    import torch
+def check_user_factory(ref: str, dims: dict[str, int], timeout_s: float = 600.0) -> None:
+    """Call a user/plugin factory once, in a separate process, to check it returns
+    (nn.Module, tuple_of_inputs).
 
-    try:
-        built = load_factory(ref)(**dims)
-    except CatalogueError as e:
-        raise SpecError(str(e), "model") from None
-    except Exception as e:
-        raise SpecError(f"user model {ref!r} raised {type(e).__name__}: {e}", "model") from None
-    ok = (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], torch.nn.Module)
-          and isinstance(built[1], (tuple, list)))
-    if not ok:
-        raise SpecError(f"user model {ref!r} must return (torch.nn.Module, tuple_of_inputs), "
-                        f"got {type(built).__name__}", "model")
+    A separate process (``engine.factory_check``) because the factory is arbitrary code: one that
+    calls ``sys.exit(0)`` or ``os._exit(0)`` while building must not end the CLI with exit code 0
+    and nothing said; one that crashes must not take the CLI with it."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="compilelab-check-") as tmp:
+        out = os.path.join(tmp, "result.json")
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "engine.factory_check", ref, json.dumps(dims), out],
+                cwd=os.getcwd(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, timeout=timeout_s,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                    filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))},
+            )
+        except subprocess.TimeoutExpired:
+            raise SpecError(f"user model {ref!r} did not finish building in {timeout_s:g} s",
+                            "model") from None
+        try:
+            with open(out) as f:
+                verdict = json.load(f)
+        except (OSError, ValueError):
+            how = (f"died from signal {-proc.returncode}" if proc.returncode < 0
+                   else f"ended the process with exit code {proc.returncode}")
+            tail = one_line(proc.stderr.decode("utf-8", "replace")[-300:], 300)
+            raise SpecError(f"user model {ref!r} {how} while being built, without returning "
+                            "(a factory must return (torch.nn.Module, tuple_of_inputs), not call "
+                            f"sys.exit/os._exit)" + (f": {tail}" if tail else ""),
+                            "model") from None
+    if verdict.get("error"):
+        raise SpecError(one_line(verdict["error"]), "model")

@@ -3,8 +3,14 @@
 The runs table is the queue (storage.queue): a claim is one atomic statement, so several workers
 on one database never take the same run. While a run executes, progress is written as a
 heartbeat about twice a second; a worker that dies leaves a stale heartbeat, and any live worker
-re-queues that run once (a second loss marks it failed, "worker lost"). SIGINT/SIGTERM end the
-current child, give the run back to the queue and exit cleanly; a second signal exits at once.
+re-queues that run once (a second loss marks it failed, "worker lost"); a dead claimer on the
+same host is noticed at once by its pid. SIGINT/SIGTERM end the current child, give the run back
+to the queue and exit cleanly; a second signal exits at once.
+
+The worker trusts nothing it reads from the database: each claimed spec goes through
+``engine.spec.normalise`` (the validator of the CLI and the dashboard) before anything is
+imported, and file or module references run only with ``--allow-user-models`` (or
+``COMPILELAB_ALLOW_USER_MODELS=1``). Its database calls ride out an outage (engine.dbretry).
 
 ``--gpus all`` (or ``0,1``) starts one worker process per GPU, each pinned with
 CUDA_VISIBLE_DEVICES; the run's environment records the GPU and CUDA_VISIBLE_DEVICES it ran on.
@@ -20,20 +26,42 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import psutil
+
+from engine.dbretry import retry
 from engine.execute import execute_run
+from engine.spec import SpecError, normalise, user_models_allowed_by_env
+from storage.text import one_line
+
+T = TypeVar("T")
 
 log = logging.getLogger("compilelab.worker")
 
 
+def _pid_alive(pid: int) -> bool:
+    """Is there a process ``pid`` on this host (zombies count as gone)?"""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:  # another user's process: it exists
+        return True
+
+
 class Worker:
     def __init__(self, db: Any, worker_id: str, *, poll_s: float = 1.0,
-                 stale_after_s: float = 60.0) -> None:
+                 stale_after_s: float = 60.0, allow_user_models: bool = False,
+                 retry_cap_s: float = 30.0) -> None:
         self.db = db
         self.worker_id = worker_id
         self.poll_s = poll_s
         self.stale_after_s = stale_after_s
+        # File and module references in queued specs run only when the operator said so.
+        self.allow_user_models = allow_user_models
+        self.retry_cap_s = retry_cap_s
         self.stopping = False
         self._last_recovery = 0.0
 
@@ -45,58 +73,101 @@ class Worker:
                  signal.Signals(signum).name)
         self.stopping = True
 
-    def recover(self) -> None:
+    def _db(self, what: str, fn: Callable[[], T]) -> T:
+        """A database call of the worker's loop, retried through an outage (engine.dbretry)."""
+        return retry(fn, db=self.db, what=what, log=log.warning, cap_s=self.retry_cap_s,
+                     should_stop=lambda: self.stopping)
+
+    def recover(self, force: bool = False) -> list[int]:
+        """Re-queue (or fail) runs whose worker is gone: at once for a claimer of this host whose
+        process no longer exists (pid check), after ``stale_after_s`` without heartbeat for the
+        rest (other hosts, a stalled process). Returns the ids changed."""
         from storage import queue
 
+        host = socket.gethostname()
+        dead = self._db("recovering runs of dead workers",
+                        lambda: queue.recover_dead_runs(self.db, host, _pid_alive))
+        self._report(dead, f"its worker process on {host} is gone")
         now = time.monotonic()
-        if now - self._last_recovery < min(self.stale_after_s / 4, 10.0):
-            return
+        if not force and now - self._last_recovery < min(self.stale_after_s / 4, 10.0):
+            return dead
         self._last_recovery = now
-        changed = queue.recover_stale_runs(self.db, self.stale_after_s)
+        stale = self._db("recovering stale runs",
+                         lambda: queue.recover_stale_runs(self.db, self.stale_after_s))
+        self._report(stale, f"its worker stopped heartbeating for over {self.stale_after_s:g} s")
+        return dead + stale
+
+    def _report(self, changed: list[int], why: str) -> None:
         if not changed:
             return
-        from storage import queries
+        from storage.records import load_run  # plain dicts: no pandas on a GPU host
 
-        runs = queries.load_runs(self.db, changed)["runs"].set_index("run_id")
         for run_id in changed:
-            status = runs["status"].get(run_id)
+            run = load_run(self.db, run_id) or {}
+            status = run.get("status")
             if status in ("queued", "running"):  # running: another worker claimed it already
                 outcome = "re-queued"
             elif status == "cancelled":
                 outcome = "cancelled (a cancel was pending)"
             else:
-                outcome = f"{status}: {runs['error'].get(run_id)}"  # failed: worker lost
-            log.warning("run %s recovered: its worker stopped heartbeating for over %g s; %s",
-                        run_id, self.stale_after_s, outcome)
+                outcome = f"{status}: {run.get('error')}"  # failed: worker lost
+            log.warning("run %s recovered: %s; %s", run_id, why, outcome)
+
+    def validate(self, run_id: int, raw: Any) -> dict[str, Any] | None:
+        """The claimed spec through the same validator as the CLI and the dashboard, before
+        anything is imported; a spec that fails it ends the run failed, with the reason."""
+        from storage import queue
+
+        try:
+            return normalise(raw, allow_user_models=self.allow_user_models)
+        except SpecError as e:
+            reason = f"refused by worker {self.worker_id}: {one_line(e, 900)}"
+        except Exception as e:  # a hostile spec must never crash the worker
+            reason = (f"refused by worker {self.worker_id}: invalid spec "
+                      f"({type(e).__name__}: {one_line(e, 300)})")
+        log.warning("run %s failed: %s", run_id, reason)
+        self._db(f"failing run {run_id}", lambda: queue.finish_run(
+            self.db, run_id, "failed", error=reason, worker_id=self.worker_id))
+        return None
 
     def serve(self, once: bool = False) -> int:
         from storage import queue
 
-        log.info("worker %s serving %s", self.worker_id, self.db.url)
+        log.info("worker %s serving %s (%s)", self.worker_id, self.db.url,
+                 "file and module references allowed" if self.allow_user_models
+                 else "catalogue and plugin models only")
         while not self.stopping:
             self.recover()
-            claimed = queue.claim_next_run(self.db, self.worker_id)
+            claimed = self._db("claiming a run",
+                               lambda: queue.claim_next_run(self.db, self.worker_id))
             if claimed is None:
-                if once:
+                # --once: a run whose worker died a moment ago is recovered before exiting.
+                if once and not self.recover(force=True):
                     break
-                time.sleep(self.poll_s)
+                if not once:
+                    time.sleep(self.poll_s)
                 continue
-            run_id, spec = claimed
+            run_id, raw = claimed
+            spec = self.validate(run_id, raw)
+            if spec is None:
+                continue
             log.info("claimed run %s: %s %s %s on %s, variants %s", run_id, spec["model"],
-                     spec.get("dims"), spec.get("dtype"), spec.get("device"),
-                     ",".join(spec.get("variants", [])))
+                     spec["dims"], spec["dtype"], spec["device"], ",".join(spec["variants"]))
             try:
                 status = execute_run(
                     self.db, run_id, spec, self.worker_id, log=log.info,
                     on_progress=self._log_phase(run_id), stop_requested=lambda: self.stopping,
+                    retry_cap_s=self.retry_cap_s,
                 )
             except Exception as e:  # a bug or a lost database must not leave it "running"
                 log.exception("run %s failed inside the worker", run_id)
-                queue.finish_run(self.db, run_id, "failed", error=f"worker error: {e}"[:1000],
-                                 worker_id=self.worker_id)
+                self._db(f"failing run {run_id}", lambda e=e, r=run_id: queue.finish_run(
+                    self.db, r, "failed", error=f"worker error: {one_line(e, 900)}",
+                    worker_id=self.worker_id))
                 continue
             if status == "interrupted":
-                queue.requeue_run(self.db, run_id, self.worker_id)
+                self._db(f"re-queueing run {run_id}",
+                         lambda r=run_id: queue.requeue_run(self.db, r, self.worker_id))
                 log.info("run %s re-queued (worker stopping)", run_id)
             else:
                 log.info("run %s %s", run_id, status)
@@ -131,7 +202,8 @@ def run_pool(args: argparse.Namespace) -> int:
     gpus = _gpu_list(args.gpus)
     argv = [sys.executable, "-m", "engine", "worker", "--poll", str(args.poll),
             "--stale-after", str(args.stale_after)] + (["--db", args.db] if args.db else []) \
-        + (["--once"] if args.once else [])
+        + (["--once"] if args.once else []) \
+        + (["--allow-user-models"] if args.allow_user_models else [])
     procs = [subprocess.Popen(argv, env={**os.environ, "CUDA_VISIBLE_DEVICES": g,
                                          "COMPILELAB_WORKER_SUFFIX": f"gpu{g}"},
                               # own session: a terminal's Ctrl-C reaches them once, forwarded
@@ -155,12 +227,25 @@ def main(args: argparse.Namespace) -> int:
     logging.getLogger("alembic").setLevel(logging.WARNING)  # migrations are not news
     if args.gpus:
         return run_pool(args)
-    from storage import open_database
+    from storage import open_database, queue
 
-    suffix = os.environ.get("COMPILELAB_WORKER_SUFFIX")
-    worker_id = f"{socket.gethostname()}:{os.getpid()}" + (f":{suffix}" if suffix else "")
+    worker_id = queue.worker_identity(suffix=os.environ.get("COMPILELAB_WORKER_SUFFIX"))
+    allow = bool(getattr(args, "allow_user_models", False)) or user_models_allowed_by_env()
+    if allow:
+        log.warning("file and module references in queued specs will run on this host: anyone "
+                    "who can write the database can run code here")
     worker = Worker(open_database(args.db), worker_id, poll_s=args.poll,
-                    stale_after_s=args.stale_after)
+                    stale_after_s=args.stale_after, allow_user_models=allow)
     signal.signal(signal.SIGINT, worker.request_stop)
     signal.signal(signal.SIGTERM, worker.request_stop)
-    return worker.serve(once=args.once)
+    try:
+        return worker.serve(once=args.once)
+    except Exception as e:
+        from engine.dbretry import is_outage
+
+        if not is_outage(e):
+            raise
+        # Only when asked to stop during an outage: the retries gave up on purpose.
+        log.error("worker %s stopped while database %s was unavailable: %s", worker_id,
+                  worker.db.url, one_line(getattr(e, "orig", None) or e, 300))
+        return 1

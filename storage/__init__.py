@@ -14,7 +14,14 @@ from storage.bundle import (
     parse_bundle,
     validate_bundle,
 )
-from storage.db import Database, SchemaError, open_database
+from storage.db import (
+    Database,
+    DatabaseMissing,
+    DatabaseOpenError,
+    SchemaError,
+    mask_url,
+    open_database,
+)
 from storage.queries import list_runs, load_runs
 from storage.queue import (
     claim_next_run,
@@ -40,6 +47,8 @@ __all__ = [
     "BUNDLE_VERSION",
     "BundleError",
     "Database",
+    "DatabaseMissing",
+    "DatabaseOpenError",
     "RunNotFound",
     "SchemaError",
     "claim_next_run",
@@ -52,6 +61,7 @@ __all__ = [
     "import_bundle",
     "list_runs",
     "load_runs",
+    "mask_url",
     "open_database",
     "parse_bundle",
     "recover_stale_runs",

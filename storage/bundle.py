@@ -48,15 +48,14 @@ from storage.models import (
 from storage.results import (
     CHILDREN,
     MAX_ERROR_CHARS,
-    MAX_NOTE_CHARS,
     MAX_STDERR_CHARS,
     RESULT_FIELDS,
     STATS_FIELDS,
     apply_environment,
     build_variant_result,
     id_chunks,
-    normalize_tags,
 )
+from storage.text import MAX_NOTE_CHARS, check_note, normalize_tags
 
 BUNDLE_FORMAT = "compilelab-bundle"
 BUNDLE_VERSION = 2  # what export_bundle writes
@@ -402,6 +401,11 @@ def _check_run(value: Any, path: str, budget: _Budget) -> None:
             _check_json(dim, f"{path}.dims.{key}", budget)
     _check_text(run.get("error"), f"{path}.error", MAX_ERROR_CHARS)
     _check_text(run.get("note"), f"{path}.note", MAX_NOTE_CHARS)
+    if run.get("note") is not None:
+        try:  # storage.text: the one rule for notes (CLI, dashboard and bundles alike)
+            check_note(run["note"])
+        except (TypeError, ValueError) as exc:
+            raise _fail(f"{path}.note", str(exc)) from None
     environment = run.get("environment")
     if environment is not None:
         _expect_object(environment, f"{path}.environment")

@@ -18,6 +18,7 @@ SQLite notes, because they decide whether several processes can share one file:
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,7 +31,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
@@ -49,6 +50,45 @@ class SchemaError(RuntimeError):
     """The database's schema cannot be used by this version of Compile Lab."""
 
 
+class DatabaseOpenError(RuntimeError):
+    """The database cannot be opened: a bad URL, an unreachable server, a corrupt or unwritable
+    SQLite file. The message is one line meant for the user, with any password masked."""
+
+
+class DatabaseMissing(DatabaseOpenError):
+    """A read-only command was pointed at a database that does not exist (nothing was created)."""
+
+
+def mask_url(url: URL | str | None) -> str:
+    """``url`` as text with its password hidden: the one way storage, the CLI, the worker and the
+    dashboard show a database URL (``make_url(...).render_as_string(hide_password=True)``).
+
+    Text that does not parse as a URL is still masked (``scheme://user:***@host``), since a user
+    who mistyped a URL may well have typed its password too."""
+    if url is None:
+        return "(none)"
+    if isinstance(url, URL):
+        return url.render_as_string(hide_password=True)
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL: mask anything that looks like user:password@
+        return (
+            re.sub(r"(?<=:)[^/@:]*(?=@)", "***", str(url))
+            .encode("utf-8", "backslashreplace")
+            .decode("utf-8")
+        )
+
+
+def _reason(exc: BaseException, url: URL) -> str:
+    """The driver's own first line (not SQLAlchemy's SQL and parameters), password scrubbed."""
+    orig = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    lines = [line.strip() for line in str(orig).splitlines() if line.strip()]
+    text = lines[0] if lines else type(orig).__name__
+    if url.password:
+        text = text.replace(str(url.password), "***")
+    return text[:300]
+
+
 def resolve_url(url: str | None = None) -> URL:
     """Pick the database URL: the argument, else ``$COMPILELAB_DB``, else ``compilelab.db`` here.
 
@@ -58,7 +98,13 @@ def resolve_url(url: str | None = None) -> URL:
     raw = url or os.environ.get(ENV_VAR) or DEFAULT_URL
     if raw.startswith("postgres://"):
         raw = "postgresql://" + raw[len("postgres://") :]
-    parsed = make_url(raw)
+    try:
+        parsed = make_url(raw)
+    except (ArgumentError, ValueError, TypeError):
+        raise DatabaseOpenError(
+            f"{mask_url(raw)!s} is not a database URL (expected e.g. sqlite:///compilelab.db or "
+            "postgresql://user@host/compilelab)"
+        ) from None
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed
@@ -212,7 +258,7 @@ class Database:
     @property
     def url(self) -> str:
         """The URL with any password masked, fit for logs and the dashboard's footer."""
-        return self.engine.url.render_as_string(hide_password=True)
+        return mask_url(self.engine.url)
 
     @contextmanager
     def session(self, *, write: bool = False) -> Iterator[Session]:
@@ -238,16 +284,61 @@ class Database:
         return f"Database({self.url!r})"
 
 
-def open_database(url: str | None = None) -> Database:
+def open_database(url: str | None = None, *, create: bool = True) -> Database:
     """Open (creating if needed) and migrate the Compile Lab database at ``url``.
 
     The URL comes from the argument, else ``$COMPILELAB_DB``, else ``sqlite:///compilelab.db``
-    in the current directory.
+    in the current directory. With ``create=False`` (read-only commands such as ``show`` and
+    ``cancel``) a database that does not exist, or holds no Compile Lab schema, raises
+    ``DatabaseMissing`` and nothing is created: a typo in a URL must not leave an empty file.
+
+    Every failure to open raises ``DatabaseOpenError`` (one line, password masked) or
+    ``SchemaError``; no driver traceback reaches the user.
     """
-    engine = create_db_engine(resolve_url(url))
+    parsed = resolve_url(url)
+    shown = mask_url(parsed)
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise DatabaseOpenError(f"{shown}: unsupported database (use sqlite:// or postgresql://)")
+    local = parsed.get_backend_name() == "sqlite" and not _is_sqlite_memory(parsed)
+    if not create and local and not Path(str(parsed.database)).expanduser().is_file():
+        raise DatabaseMissing(f"database {shown} does not exist (nothing was created)")
     try:
+        engine = create_db_engine(parsed) if create else _engine_no_mkdir(parsed)
+    except (NoSuchModuleError, ImportError):
+        raise DatabaseOpenError(
+            f"{shown}: unsupported database (use sqlite:// or postgresql://)"
+        ) from None
+    except OSError as exc:
+        raise DatabaseOpenError(
+            f"cannot create the folder for {shown}: {exc.strerror or exc}"
+        ) from None
+    except (ArgumentError, ValueError, TypeError) as exc:
+        raise DatabaseOpenError(f"{shown}: {_reason(exc, parsed)}") from None
+    try:
+        if not create and current_revision(engine) is None:
+            raise DatabaseMissing(
+                f"database {shown} holds no Compile Lab data (nothing was created)"
+            )
         upgrade_schema(engine)
+    except (DatabaseOpenError, SchemaError):
+        engine.dispose()
+        raise
+    except DBAPIError as exc:
+        engine.dispose()
+        reason = _reason(exc, parsed)
+        if "not a database" in reason:
+            reason += " (the file is corrupt or not a Compile Lab database)"
+        raise DatabaseOpenError(f"cannot open database {shown}: {reason}") from None
     except BaseException:
         engine.dispose()
         raise
     return Database(engine)
+
+
+def _engine_no_mkdir(url: URL) -> Engine:
+    """``create_db_engine`` for a database that must already exist (no folder is made)."""
+    if url.get_backend_name() == "sqlite" and not _is_sqlite_memory(url):
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+        _install_sqlite_listeners(engine)
+        return engine
+    return create_db_engine(url)

@@ -21,11 +21,15 @@ same clock that wrote the heartbeats, whatever the database's own clock or time 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+import os
+import socket
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Text, cast, select, update
+from sqlalchemy.orm import load_only
 
 from storage.db import Database
 from storage.models import FINAL_RUN_STATUSES, Run, RunTag, utcnow
@@ -36,6 +40,7 @@ from storage.results import (
     normalize_tags,
     require_run,
 )
+from storage.text import check_note
 
 # A run lost by its worker is re-queued while it has been claimed fewer times than this.
 MAX_ATTEMPTS = 2
@@ -52,10 +57,37 @@ __all__ = [
     "enqueue_run",
     "finish_run",
     "heartbeat",
+    "parse_worker_id",
+    "recover_dead_runs",
     "recover_stale_runs",
     "request_cancel",
     "requeue_run",
+    "worker_identity",
 ]
+
+
+def worker_identity(prefix: str = "", suffix: str | None = None) -> str:
+    """This process's claimer id: ``[prefix:]HOST:PID[:suffix]`` (e.g. ``gpu7:4242:gpu0``,
+    ``cli:laptop:999``). The host and pid let a worker on the same host see at once that the
+    claimer of a running run is gone (``recover_dead_runs``) instead of waiting for its heartbeat
+    to go stale. Hosts sharing one database must have distinct host names."""
+    parts = [prefix] if prefix else []
+    parts += [socket.gethostname(), str(os.getpid())]
+    if suffix:
+        parts.append(suffix)
+    return ":".join(parts)
+
+
+def parse_worker_id(worker_id: str | None) -> tuple[str, int] | None:
+    """``(host, pid)`` of a claimer id written by ``worker_identity``, or None if it is not one."""
+    if not worker_id:
+        return None
+    parts = worker_id.split(":")
+    if parts[0] == "cli":
+        parts = parts[1:]
+    if len(parts) < 2 or not parts[1].isdigit() or not parts[0]:
+        return None
+    return parts[0], int(parts[1])
 
 
 def _dims_of(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,6 +110,7 @@ def enqueue_run(
     model = spec.get("model")
     if not isinstance(model, str) or not model:
         raise ValueError("spec['model'] must be a non-empty string")
+    check_note(note or "")
     run = Run(
         created_at=utcnow(),
         status="queued",
@@ -112,16 +145,41 @@ def _claim_values(worker_id: str) -> dict[str, Any]:
     }
 
 
+def _decode_spec(text: Any) -> Any:
+    """The stored spec, decoded by hand: a row rewritten with text that is not JSON (or JSON too
+    deep or too large to decode) must reach the worker's validator, which fails the run with the
+    reason, rather than raise inside the claim (which would roll it back: the next poll would
+    claim the same broken row again, forever)."""
+    if not isinstance(text, (str, bytes)):
+        return text
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text  # not a JSON object: the validator says so
+
+
+def _select_run() -> Any:
+    """``select(Run)`` loading only the queue's own columns: the JSON columns (spec, dims,
+    environment) may hold anything someone wrote into the database, and finishing or
+    re-queueing a run must not depend on decoding them."""
+    return select(Run).options(
+        load_only(Run.id, Run.status, Run.worker_id, Run.attempts, Run.cancel_requested, Run.device)
+    )
+
+
 def _oldest_queued() -> Any:
     return select(Run.id).where(Run.status == "queued").order_by(Run.created_at, Run.id).limit(1)
 
 
-def claim_next_run(db: Database, worker_id: str) -> tuple[int, dict[str, Any]] | None:
+def claim_next_run(db: Database, worker_id: str) -> tuple[int, Any] | None:
     """Atomically take the oldest queued run for ``worker_id``: ``(run_id, spec)`` or None.
 
     Each queued run is handed to exactly one caller, however many workers (processes, hosts)
-    call this at once.
+    call this at once. ``spec`` is what the row holds, decoded but **not validated**: anyone who
+    can write the database can put anything there, so the caller validates it
+    (``engine.spec.normalise``) before acting on it; it may not even be a dict.
     """
+    spec_text = cast(Run.spec, Text)
     with db.session(write=True) as session:
         if db.dialect == "sqlite":
             # Single writer + one statement: choosing and taking the run cannot interleave with
@@ -130,7 +188,7 @@ def claim_next_run(db: Database, worker_id: str) -> tuple[int, dict[str, Any]] |
                 update(Run)
                 .where(Run.id == _oldest_queued().scalar_subquery(), Run.status == "queued")
                 .values(_claim_values(worker_id))
-                .returning(Run.id, Run.spec)
+                .returning(Run.id, spec_text)
                 .execution_options(**_NO_SYNC)
             )
             row = session.execute(stmt).one_or_none()
@@ -143,13 +201,13 @@ def claim_next_run(db: Database, worker_id: str) -> tuple[int, dict[str, Any]] |
                 update(Run)
                 .where(Run.id == run_id)
                 .values(_claim_values(worker_id))
-                .returning(Run.id, Run.spec)
+                .returning(Run.id, spec_text)
                 .execution_options(**_NO_SYNC)
             )
             row = session.execute(stmt).one()
     if row is None:
         return None
-    return int(row[0]), dict(row[1])
+    return int(row[0]), _decode_spec(row[1])
 
 
 def claim_run(db: Database, run_id: int, worker_id: str) -> dict[str, Any] | None:
@@ -225,7 +283,7 @@ def finish_run(
         if worker_id is not None:
             conditions.append(Run.worker_id == worker_id)
         # FOR UPDATE: a concurrent request_cancel must not slip between this read and the write.
-        run = session.scalars(select(Run).where(*conditions).with_for_update()).one_or_none()
+        run = session.scalars(_select_run().where(*conditions).with_for_update()).one_or_none()
         if run is None:
             require_run(session, run_id)
             return False
@@ -271,7 +329,7 @@ def requeue_run(db: Database, run_id: int, worker_id: str) -> bool:
     """
     with db.session(write=True) as session:
         run = session.scalars(
-            select(Run)
+            _select_run()
             .where(Run.id == run_id, Run.status == "running", Run.worker_id == worker_id)
             .with_for_update()
         ).one_or_none()
@@ -297,7 +355,7 @@ def recover_stale_runs(db: Database, stale_after_s: float) -> list[int]:
     # Rows another recoverer is already handling are skipped (SQLite has no row locks; its
     # BEGIN IMMEDIATE already serialises recoverers).
     stale = (
-        select(Run)
+        _select_run()
         .where(Run.status == "running", Run.heartbeat_at < cutoff)
         .order_by(Run.id)
         .with_for_update(skip_locked=True)
@@ -305,16 +363,59 @@ def recover_stale_runs(db: Database, stale_after_s: float) -> list[int]:
     changed: list[int] = []
     with db.session(write=True) as session:
         for run in session.scalars(stale):
-            if run.cancel_requested:
-                _end_cancelled(run)
-            elif run.attempts >= MAX_ATTEMPTS:
-                run.status = "failed"
-                run.error = WORKER_LOST_ERROR
-                run.finished_at = utcnow()
-            else:
-                _back_to_queue(run)
+            _recover(run)
             changed.append(run.id)
     return changed
+
+
+def recover_dead_runs(db: Database, host: str, is_alive: Callable[[int], bool]) -> list[int]:
+    """Recover at once the running runs claimed by a process of ``host`` that is gone.
+
+    A worker killed with -9 on this host leaves its run ``running`` with a heartbeat that goes
+    stale only after ``stale_after_s``; the claimer id (``worker_identity``: host and pid) says
+    which process to ask about, and ``is_alive(pid)`` (the engine passes a pid check) answers.
+    Such runs are handled as ``recover_stale_runs`` handles stale ones. Returns the ids changed.
+    """
+    with db.session() as session:
+        claims = session.execute(
+            select(Run.id, Run.worker_id).where(
+                Run.status == "running", Run.worker_id.like(f"%{host}:%")
+            )
+        ).all()
+    dead: dict[int, str] = {}
+    for run_id, worker_id in claims:
+        claimer = parse_worker_id(worker_id)
+        if claimer is not None and claimer[0] == host and not is_alive(claimer[1]):
+            dead[run_id] = worker_id
+    if not dead:
+        return []
+    changed: list[int] = []
+    # Only the dead claimers' rows are locked: live workers' heartbeats never wait on this.
+    with db.session(write=True) as session:
+        rows = session.scalars(
+            _select_run()
+            .where(Run.id.in_(list(dead)), Run.status == "running")
+            .order_by(Run.id)
+            .with_for_update(skip_locked=True)
+        )
+        for run in rows:
+            if run.worker_id == dead[run.id]:  # not re-claimed since we looked
+                _recover(run)
+                changed.append(run.id)
+    return changed
+
+
+def _recover(run: Run) -> None:
+    """A run whose worker is gone: cancelled if a cancel was pending, failed "worker lost" after
+    ``MAX_ATTEMPTS`` claims, else back to the queue."""
+    if run.cancel_requested:
+        _end_cancelled(run)
+    elif run.attempts >= MAX_ATTEMPTS:
+        run.status = "failed"
+        run.error = WORKER_LOST_ERROR
+        run.finished_at = utcnow()
+    else:
+        _back_to_queue(run)
 
 
 def _back_to_queue(run: Run) -> None:

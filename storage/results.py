@@ -30,7 +30,7 @@ from storage.models import (
     SweepPoint,
     VariantResult,
 )
-from storage.models.run_tag import MAX_TAG_LENGTH
+from storage.text import check_note, normalize_tags
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,7 @@ STRUCTURAL_KEYS = frozenset({"variant", "status", "stats", "extra", *CHILDREN})
 # Text caps: an engine bug must not be able to write megabytes into every row.
 MAX_ERROR_CHARS = 10_000
 MAX_STDERR_CHARS = 64_000
-MAX_NOTE_CHARS = 20_000
-MAX_TAGS = 50
+# Notes and tags: storage/text.py (MAX_NOTE_CHARS, MAX_TAGS), the one rule for user text.
 
 
 # Ids per IN (...) list: well under SQLite's and PostgreSQL's bound-parameter limits.
@@ -287,32 +286,10 @@ def set_environment(db: Database, run_id: int, env: Mapping[str, Any]) -> None:
 
 
 def set_note(db: Database, run_id: int, text: str) -> None:
-    """Replace a run's free-text note."""
-    if not isinstance(text, str):
-        raise TypeError(f"note must be a string, got {type(text).__name__}")
-    if len(text) > MAX_NOTE_CHARS:
-        raise ValueError(f"note is {len(text)} characters long; the limit is {MAX_NOTE_CHARS}")
+    """Replace a run's free-text note (``storage.text.check_note``: the one rule for notes)."""
+    check_note(text)
     with db.session(write=True) as session:
         require_run(session, run_id).note = text
-
-
-def normalize_tags(tags: Iterable[str]) -> list[str]:
-    """Tags stripped, without empties and duplicates, in the given order; ValueError if invalid."""
-    if isinstance(tags, str):
-        raise TypeError("tags must be a list of strings, not one string")
-    result: list[str] = []
-    for tag in tags:
-        if not isinstance(tag, str):
-            raise TypeError(f"tag must be a string, got {type(tag).__name__}")
-        tag = tag.strip()
-        if not tag or tag in result:
-            continue
-        if len(tag) > MAX_TAG_LENGTH:
-            raise ValueError(f"tag {tag[:20]!r}… is longer than {MAX_TAG_LENGTH} characters")
-        result.append(tag)
-    if len(result) > MAX_TAGS:
-        raise ValueError(f"{len(result)} tags; a run takes at most {MAX_TAGS}")
-    return result
 
 
 def set_tags(db: Database, run_id: int, tags: Iterable[str]) -> list[str]:

@@ -48,7 +48,7 @@ def tiny_spec(model: str = "mlp", variants: tuple[str, ...] = ("eager",), **over
     raw: dict[str, Any] = {"model": model, "variants": list(variants), **TINY, **over}
     if model == "mlp":
         raw.setdefault("dims", {"batch": 2, "hidden": 8})
-    return normalise(raw)
+    return normalise(raw, allow_user_models=True)
 
 
 def hanging_spec(timeout_s: float = 120.0) -> dict:
@@ -119,7 +119,7 @@ class WorkerProc:
     def child_running(self, variant: str) -> psutil.Process | None:
         for kid in self.children():
             try:
-                if any(f"{variant}-cold.spec.json" in a for a in kid.cmdline()):
+                if any(f"{variant}-cold-0.spec.json" in a for a in kid.cmdline()):
                     return kid
             except psutil.Error:
                 pass
@@ -143,8 +143,9 @@ class Lab:
         self.tmp = tmp
         self.url = f"sqlite:///{tmp / 'lab.db'}"
         self.mark = uuid.uuid4().hex
+        # Some tests queue user models (tests/fixtures): this lab's operator allows them.
         self.env = {**os.environ, "PYTHONPATH": str(ROOT), MARK: self.mark,
-                    "PYTHONUNBUFFERED": "1"}
+                    "PYTHONUNBUFFERED": "1", "COMPILELAB_ALLOW_USER_MODELS": "1"}
         self.db = open_database(self.url)
         self.workers: list[WorkerProc] = []
 

@@ -8,11 +8,10 @@ from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from storage.models.base import Base
+from storage.text import MAX_TAG_LENGTH
 
 if TYPE_CHECKING:
     from storage.models.run import Run
-
-MAX_TAG_LENGTH = 100
 
 
 class RunTag(Base):
