@@ -21,6 +21,7 @@ raw, so every frame handed to ``st.dataframe`` goes through ``frame`` too.
 
 from __future__ import annotations
 
+import csv as _csv
 import html
 import re
 from typing import Any
@@ -70,5 +71,8 @@ def frame(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def csv(df: pd.DataFrame) -> str:
-    """CSV text of ``df`` with formula cells neutralised (every CSV download uses this)."""
-    return frame(df).to_csv(index=False)
+    """CSV text of ``df`` with formula cells neutralised (every CSV download uses this).
+
+    Text cells are quoted: pandas quotes only cells holding a comma, a quote or ``\n``, so a
+    bare ``\r`` inside a cell ended the row for every spreadsheet that reads CR as a line end."""
+    return frame(df).to_csv(index=False, quoting=_csv.QUOTE_NONNUMERIC)
