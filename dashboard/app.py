@@ -27,7 +27,6 @@ from dashboard import auth, data, safe, widgets  # noqa: E402
 # from fonts.gstatic.com, the one request that left this machine on every page load. An emoji
 # becomes an inline data: SVG.
 st.set_page_config(page_title="Compile Lab", page_icon="⚡", layout="wide")
-auth.gate()  # shared mode: the password page until this session signs in (dashboard/auth.py)
 
 
 
@@ -45,7 +44,10 @@ pages = [
             url_path="compare"),
     st.Page(widgets.PAGE_SWEEP, title="Sweep", icon=":material/show_chart:", url_path="sweep"),
 ]
-page = st.navigation(pages)
+# Navigation first, even before signing in (hidden then): the page and query params of a
+# permalink survive the password page, so signing in lands on the page the link named.
+page = st.navigation(pages, position="sidebar" if auth.current_role() else "hidden")
+auth.gate()  # shared mode: the password page until this session signs in (dashboard/auth.py)
 
 with st.sidebar:
     st.markdown("**Compile Lab** — torch.compile vs eager, measured on your hardware.")

@@ -13,8 +13,10 @@ Streamlit has no login of its own, so by default the dashboard listens on 127.0.
 
 With neither password set and no role, there is no login page and every session edits: the
 single-user, localhost case. The password is a shared secret compared in constant time
-(``hmac.compare_digest``); the role lives in ``st.session_state`` (one browser tab's session,
-on the server), so a reload keeps it and closing the tab ends it. A hosted team with an identity
+(``hmac.compare_digest``); the role lives in ``st.session_state``: one browser tab's session,
+on the server, so following links inside the dashboard keeps it, while a reload, a new tab or a
+pasted link asks again (the link's page and parameters are kept through the password page).
+Nothing is stored in the browser. A hosted team with an identity
 provider should prefer Streamlit's ``st.login`` (OIDC) in front of the same roles; this page is
 the fallback that needs no provider. Serve it over HTTPS (a reverse proxy) when it leaves the
 machine: the password crosses the network like any form field.

@@ -260,7 +260,7 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
             ))
     _log_axis(fig, "y", df["ms"])
     fig.update_xaxes(dtick=1 if df["call_index"].max() <= 50 else None)
-    sub = WARMUP_CURVE_SUB + (f" · {downsample.note(thin, 'calls')}" if thin.thinned else "")
+    sub = (f"{downsample.note(thin, 'calls')} · " if thin.thinned else "") + WARMUP_CURVE_SUB
     return _layout(fig, WARMUP_CURVE_TITLE, x_title, y_title, sub)
 
 
@@ -307,7 +307,8 @@ def latency_distribution(samples: pd.DataFrame, log_y: bool = False) -> go.Figur
     fig.update_xaxes(categoryorder="array", categoryarray=order)
     if log_y:
         _log_axis(fig, "y", df["ms"])
-    sub = LATENCY_SUB + (f" · {downsample.note(thin)}" if thin.thinned else "")
+    # the thinning note first: a long subtitle is cut at the figure's right edge
+    sub = (f"{downsample.note(thin)} · " if thin.thinned else "") + LATENCY_SUB
     return _layout(fig, LATENCY_TITLE, x_title, y_title, sub, boxmode="group")
 
 

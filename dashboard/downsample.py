@@ -104,5 +104,5 @@ def note(t: Thinned, unit: str = "samples") -> str:
         return ""
     if t.step > 1:
         return f"1 in {t.step:,} of up to {t.largest_group:,} {unit} per line shown"
-    return (f"{MAX_POINTS:,} evenly spaced quantiles of each box's {unit} shown "
-            f"(up to {t.largest_group:,} per box, {t.total:,} in all)")
+    return (f"each box drawn from {MAX_POINTS:,} evenly spaced quantiles of its up to "
+            f"{t.largest_group:,} {unit}")
