@@ -76,3 +76,20 @@ def csv(df: pd.DataFrame) -> str:
     Text cells are quoted: pandas quotes only cells holding a comma, a quote or ``\n``, so a
     bare ``\r`` inside a cell ended the row for every spreadsheet that reads CR as a line end."""
     return frame(df).to_csv(index=False, quoting=_csv.QUOTE_NONNUMERIC)
+
+
+def plotly_names(frames: dict[str, pd.DataFrame], column: str = "variant"
+                 ) -> dict[str, pd.DataFrame]:
+    """``frames`` with ``column`` escaped for Plotly (legend, axis labels) and Markdown
+    (verdicts), where any value needs it. Variant names are identifiers when the engine or a
+    bundle wrote them, but anyone who can write the database can write any name; the frames
+    are copied only when a name changes (the usual case costs one ``unique`` per frame)."""
+    out = dict(frames)
+    for key, df in frames.items():
+        if not isinstance(df, pd.DataFrame) or column not in df.columns or df.empty:
+            continue
+        names = [v for v in pd.unique(df[column]) if isinstance(v, str)]
+        changed = {v: md(plotly_text(v)) for v in names if md(plotly_text(v)) != v}
+        if changed:
+            out[key] = df.assign(**{column: df[column].replace(changed)})
+    return out

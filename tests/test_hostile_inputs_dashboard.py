@@ -325,3 +325,20 @@ def test_html_report_escapes_user_text(db, text):
     if text == SCRIPT:
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<img" not in page
+
+
+def test_variant_name_written_straight_into_the_database(db):
+    """Bundles refuse such names, but anyone who can write the database can save one."""
+    name = "<a href='http://evil/'>x</a>" + IMAGE
+    run_id = queue.enqueue_run(db, spec("mlp", variants=["eager", "default"]))
+    queue.claim_run(db, run_id, "w")
+    eager, default = mlp_results()[:2]
+    results.save_variant_result(db, run_id, eager)
+    results.save_variant_result(db, run_id, {**default, "variant": name})
+    queue.finish_run(db, run_id, "done")
+    at = app("compare", runs=str(run_id))
+    no_exceptions(at)
+    rendered = _markdown_texts(at)
+    assert IMAGE not in rendered and "<a href" not in rendered
+    for chart in at.get("plotly_chart"):
+        assert "<a href" not in chart.proto.spec

@@ -31,7 +31,8 @@ if not picked:
     st.page_link(widgets.PAGE_RUNS, label="Go to Runs", icon=":material/table_rows:")
     st.stop()
 
-d = data.load_runs(picked)
+# variant names escaped for the verdict's Markdown and the figures' labels (safe.plotly_names)
+d = safe.plotly_names(data.load_runs(picked))
 runs = d["runs"]
 missing = [i for i in picked if i not in set(runs["run_id"].astype(int))]
 if missing:

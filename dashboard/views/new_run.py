@@ -161,9 +161,9 @@ request = RunRequest(
 )
 check = build_spec(request, model, devices, engine_check=data.engine_normalise)
 for key, message in check.errors.items():
-    (errors_at.get(key) or st).error(message, icon=":material/warning:")
+    (errors_at.get(key) or st).error(safe.md(message, 500), icon=":material/warning:")
 for w in check.warnings:
-    st.caption(f"ℹ️ {w}")
+    st.caption(f"ℹ️ {safe.md(w, 500)}")
 
 if st.button("Queue run", type="primary", icon=":material/play_arrow:", key="submit"):
     if not auth.can_write():
