@@ -9,6 +9,7 @@ passes. Before this test, each page load asked fonts.gstatic.com for the favicon
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -28,8 +29,8 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
 LOCAL_SCHEMES = {"data", "blob", "about"}
 
 
-@pytest.fixture(scope="module")
-def dashboard(tmp_path_factory):
+@contextlib.contextmanager
+def _launch(tmp_path_factory, **extra_env: str):
     """(base URL, imported run ids, launcher output path) of a dashboard started by run_all."""
     if not CHROMIUM or not Path(CHROMIUM).exists():
         pytest.skip("no Chromium (set COMPILELAB_CHROMIUM or install chromium)")
@@ -45,7 +46,7 @@ def dashboard(tmp_path_factory):
     port = _free_port()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("COMPILELAB_DASHBOARD_") and k != "COMPILELAB_ADDRESS"}
-    env.update(COMPILELAB_DB=url, PYTHONPATH=str(ROOT))
+    env.update(COMPILELAB_DB=url, PYTHONPATH=str(ROOT), **extra_env)
     log = tmp / "launcher.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -74,6 +75,12 @@ def dashboard(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory):
+    with _launch(tmp_path_factory) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +124,39 @@ def test_no_request_leaves_loopback(dashboard, browser, path):
     assert seen, "the page made no request at all"
     outside = sorted({u for u in seen if _outside(u)})
     assert not outside, f"{url} asked outside hosts: {outside}"
+
+
+# --------------------------------------------------------------------------- shared mode
+
+EDITOR_PW, VIEWER_PW = "editor pw", "viewer pw"
+
+
+def _sign_in(page, password: str) -> None:
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    _settled(page)
+
+
+def test_password_page_in_a_real_browser(tmp_path_factory, browser):
+    """Shared mode as a team member meets it: the permalink opens the password page (and
+    nothing else, and nothing from outside), a wrong password is refused, the read-only
+    password lands on the page the link named, without the write controls."""
+    with _launch(tmp_path_factory, COMPILELAB_DASHBOARD_PASSWORD=EDITOR_PW,
+                 COMPILELAB_DASHBOARD_READONLY_PASSWORD=VIEWER_PW) as (base, ids, log):
+        assert "WARNING" not in log.read_text()
+        page = browser.new_page(viewport={"width": 1400, "height": 1400})
+        seen: list[str] = []
+        page.on("request", lambda request: seen.append(request.url))
+        page.goto(f"{base}/compare?runs={ids[0]}")
+        page.get_by_label("Password", exact=True).wait_for(timeout=30_000)
+        assert page.locator(".js-plotly-plot").count() == 0
+        assert page.get_by_text("Run / compare").count() == 0  # no navigation either
+        _sign_in(page, "not it")
+        page.get_by_text("Wrong password.").wait_for(timeout=30_000)
+        _sign_in(page, VIEWER_PW)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+        assert f"runs={ids[0]}" in page.url and "/compare" in page.url
+        page.get_by_text("Read-only: browse, compare and export").wait_for(timeout=30_000)
+        assert page.get_by_role("button", name="Save note and tags").count() == 0
+        page.close()
+        assert not sorted({u for u in seen if _outside(u)})
