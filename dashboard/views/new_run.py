@@ -149,7 +149,8 @@ t1, t2 = st.columns([1, 2])
 tags = t1.text_input("Tags (comma-separated)", key="tags", placeholder="e.g. baseline, h200")
 with t1:
     field_error("tags")
-note = t2.text_input("Note", key="note", placeholder="What are you trying to find out?")
+note = t2.text_input("Note", key="note", placeholder="What are you trying to find out?",
+                     max_chars=data.max_note_chars())  # what storage and bundles accept
 
 request = RunRequest(
     model=model.name, dims=dims, dtype=dtype, device=device, variants=variants,
@@ -171,10 +172,14 @@ if st.button("Queue run", type="primary", icon=":material/play_arrow:", key="sub
     elif not check.ok:
         st.error(f"Fix the {len(check.errors)} field(s) marked above; nothing was queued.")
     else:
-        run_id = data.enqueue_run(check.spec, tags=check.tags, note=note)
-        st.session_state["watch"] = run_id
-        widgets.set_param("watch", run_id)
-        st.toast(f"Run #{run_id} queued.")
+        try:
+            run_id = data.enqueue_run(check.spec, tags=check.tags, note=note)
+        except (ValueError, TypeError) as exc:  # storage's own checks; its message is for users
+            st.error(f"Nothing was queued: {safe.md(exc, 500)}")
+        else:
+            st.session_state["watch"] = run_id
+            widgets.set_param("watch", run_id)
+            st.toast(f"Run #{run_id} queued.")
 
 watch = st.session_state.get("watch") or widgets.parse_run_id(st.query_params.get("watch"))
 if watch:
