@@ -21,6 +21,10 @@ REQUIREMENTS := requirements.txt requirements-dev.txt requirements-engine.txt
 TORCH_FALLBACK ?= torch==2.13.0
 
 export COMPILELAB_DB ?= sqlite:///compilelab.db
+# The dashboard listens on this machine only; `make dashboard ADDRESS=0.0.0.0` (or
+# COMPILELAB_ADDRESS) opens it to the network, with a printed warning: see README "Sharing".
+ADDRESS ?= $(or $(COMPILELAB_ADDRESS),127.0.0.1)
+PORT ?= $(or $(COMPILELAB_PORT),8501)
 PYTEST_TIMEOUT ?= 300
 PYTEST_ARGS ?=
 
@@ -47,13 +51,15 @@ $(STAMP): $(REQUIREMENTS)
 # Worker and dashboard together, as child process groups of one launcher that forwards
 # Ctrl-C / SIGTERM to both and waits for them (scripts/run_all.py).
 run: venv
-	"$(PY)" scripts/run_all.py
+	"$(PY)" scripts/run_all.py --address "$(ADDRESS)" --port "$(PORT)"
 
 worker: venv
 	"$(PY)" -m engine worker
 
+# Same launcher as `make run`, without the worker: one place sets the address and the
+# Streamlit settings (no usage stats, no Deploy button).
 dashboard: venv
-	"$(PY)" -m streamlit run dashboard/app.py --server.headless true
+	"$(PY)" scripts/run_all.py --no-worker --address "$(ADDRESS)" --port "$(PORT)"
 
 test: venv
 	"$(VENV)/bin/pytest" -q --timeout=$(PYTEST_TIMEOUT) $(PYTEST_ARGS)

@@ -9,5 +9,8 @@ Layout:
 - ``catalogue.py`` adapter over ``engine.catalogue`` (the only place that knows its shape).
 - ``data.py``     the only module that calls storage/ (cached for Streamlit).
 - ``widgets.py`` Streamlit pieces shared by pages (progress view, empty states, sharing).
+- ``safe.py``     user text made harmless: Markdown escaping, Plotly text, CSV formula cells.
+- ``auth.py``     shared mode: password page, editor and read-only roles.
+- ``downsample.py`` large runs thinned for drawing (quantiles per box, stride per line).
 - ``app.py`` + ``views/``  Streamlit navigation and thin pages (why not pages/: see app.py).
 """

@@ -21,9 +21,12 @@ if ROOT not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import data, widgets  # noqa: E402
+from dashboard import auth, data, safe, widgets  # noqa: E402
 
-st.set_page_config(page_title="Compile Lab", page_icon=":material/bolt:", layout="wide")
+# An emoji, not ":material/bolt:": Streamlit's page turns a material icon into a favicon fetched
+# from fonts.gstatic.com, the one request that left this machine on every page load. An emoji
+# becomes an inline data: SVG.
+st.set_page_config(page_title="Compile Lab", page_icon="⚡", layout="wide")
 
 
 
@@ -41,7 +44,10 @@ pages = [
             url_path="compare"),
     st.Page(widgets.PAGE_SWEEP, title="Sweep", icon=":material/show_chart:", url_path="sweep"),
 ]
-page = st.navigation(pages)
+# Navigation first, even before signing in (hidden then): the page and query params of a
+# permalink survive the password page, so signing in lands on the page the link named.
+page = st.navigation(pages, position="sidebar" if auth.current_role() else "hidden")
+auth.gate()  # shared mode: the password page until this session signs in (dashboard/auth.py)
 
 with st.sidebar:
     st.markdown("**Compile Lab** — torch.compile vs eager, measured on your hardware.")
@@ -57,7 +63,8 @@ with st.sidebar:
         else:
             st.caption("Queue empty.")
     except Exception as exc:  # noqa: BLE001 - the pages say what to do
-        st.caption(f"Database unavailable: {exc}")
-    st.caption(f"Database: `{data.describe_database()}`")
+        st.caption(f"Database unavailable: {safe.md(exc, 300)}")
+    st.caption(f"Database: {safe.md(data.describe_database(), 300)}")
+    auth.sidebar_status()
 
 page.run()

@@ -20,6 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from dashboard import downsample, safe
 from engine import fmt
 
 FASTER = "#2ca02c"  # green: compiled variant faster than eager
@@ -218,8 +219,9 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
     df = warmup.copy()
     df["ms"] = _col(df, "ms")
     df["call_index"] = _col(df, "call_index")
-    df = df.dropna(subset=["ms", "call_index"]).sort_values(
-        ["run_id", "variant", "call_index"], key=_variant_sort_key)
+    df = df.dropna(subset=["ms", "call_index"]).sort_values(["run_id", "variant", "call_index"])
+    thin = downsample.stride(df, ["run_id", "variant"])  # a hostile bundle's million calls
+    df = thin.frame.sort_values(["run_id", "variant", "call_index"], key=_variant_sort_key)
     multi = _multi_run(df)
     dashes = _dash_for_runs(df)
     fig = go.Figure()
@@ -249,7 +251,8 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
             rc = rc[_col(rc, "dim_value").isna()]
         merged = rc.merge(df, on=["run_id", "variant", "call_index"], how="inner")
         if not merged.empty:
-            reasons = merged["reason"].fillna("").astype(str).str.slice(0, 120)
+            reasons = merged["reason"].fillna("").astype(str).str.slice(0, 120).map(
+                safe.plotly_text)  # dynamo's guard text, shown as text
             fig.add_trace(go.Scatter(
                 name="recompile", x=merged["call_index"], y=merged["ms"], mode="markers",
                 marker={"symbol": "x", "size": 13, "color": "#000000", "line": {"width": 2}},
@@ -257,8 +260,9 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
                 hovertemplate="recompile at call %{x}<br>%{text}<extra></extra>",
             ))
     _log_axis(fig, "y", df["ms"])
-    fig.update_xaxes(dtick=1)
-    return _layout(fig, WARMUP_CURVE_TITLE, x_title, y_title, WARMUP_CURVE_SUB)
+    fig.update_xaxes(dtick=1 if df["call_index"].max() <= 50 else None)
+    sub = (f"{downsample.note(thin, 'calls')} · " if thin.thinned else "") + WARMUP_CURVE_SUB
+    return _layout(fig, WARMUP_CURVE_TITLE, x_title, y_title, sub)
 
 
 # --------------------------------------------------------------------------- steady state
@@ -281,7 +285,10 @@ def latency_distribution(samples: pd.DataFrame, log_y: bool = False) -> go.Figur
     x_title, y_title = "variant", "time per call (ms)" + (", log scale" if log_y else "")
     if samples is None or samples.empty:
         return empty_figure(LATENCY_TITLE, "No steady-state samples recorded.", x_title, y_title)
-    df = samples[samples["kind"].isin(list(SAMPLE_KINDS))].copy()
+    # Millions of samples: each box draws evenly spaced quantiles of its samples (downsample.py).
+    thin = downsample.quantiles(samples[samples["kind"].isin(list(SAMPLE_KINDS))],
+                                ["run_id", "variant", "kind"], "ms")
+    df = thin.frame.copy()
     df["ms"] = _col(df, "ms")
     df = df.dropna(subset=["ms"])
     if df.empty:
@@ -301,7 +308,9 @@ def latency_distribution(samples: pd.DataFrame, log_y: bool = False) -> go.Figur
     fig.update_xaxes(categoryorder="array", categoryarray=order)
     if log_y:
         _log_axis(fig, "y", df["ms"])
-    return _layout(fig, LATENCY_TITLE, x_title, y_title, LATENCY_SUB, boxmode="group")
+    # the thinning note first: a long subtitle is cut at the figure's right edge
+    sub = (f"{downsample.note(thin)} · " if thin.thinned else "") + LATENCY_SUB
+    return _layout(fig, LATENCY_TITLE, x_title, y_title, sub, boxmode="group")
 
 
 SPEEDUP_TITLE = "Speedup over eager per variant (×, 95% CI)"

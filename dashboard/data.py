@@ -46,6 +46,19 @@ def database():
     return _database(db_url())
 
 
+def describe_url() -> str:
+    """``$COMPILELAB_DB`` (or the default) with any password masked, without opening it."""
+    raw = db_url()
+    if raw is None:
+        return "default sqlite:///compilelab.db"
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(raw).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - an unparsable URL may still hold a secret
+        return "COMPILELAB_DB (not a valid SQLAlchemy URL)"
+
+
 def describe_database() -> str:
     try:
         return database().url
@@ -153,6 +166,28 @@ def export_bundle(run_ids: Sequence[int]) -> dict:
     return bundle.export_bundle(database(), [int(r) for r in run_ids])
 
 
+def delete_runs(run_ids: Sequence[int]) -> int:
+    """Delete finished or queued runs (storage refuses running ones with a ValueError)."""
+    from storage import results
+
+    n = results.delete_runs(database(), [int(r) for r in run_ids])
+    clear_caches()
+    return n
+
+
+def max_note_chars() -> int:
+    from storage.results import MAX_NOTE_CHARS
+
+    return MAX_NOTE_CHARS
+
+
+def max_bundle_bytes() -> int:
+    """The largest bundle file the Runs page accepts (storage's own limit)."""
+    from storage import bundle
+
+    return bundle.MAX_BUNDLE_BYTES
+
+
 def bundle_error_type() -> type[Exception]:
     """``storage.bundle.BundleError`` (the message is meant for the user)."""
     from storage import bundle
@@ -160,13 +195,15 @@ def bundle_error_type() -> type[Exception]:
     return getattr(bundle, "BundleError", ValueError)
 
 
-def import_bundle(payload: dict) -> list[int]:
-    """Validate and import a bundle, all or nothing; raises BundleError with a user message."""
+def import_bundle(payload: dict | str | bytes):
+    """Validate and import a bundle (its JSON text or bytes, parsed by storage under its limits),
+    all or nothing; returns ``storage.bundle.ImportResult`` (new ids, and the ids of runs that
+    were already here and not imported again). Raises BundleError with a user message."""
     from storage import bundle
 
-    ids = bundle.import_bundle(database(), payload)
+    outcome = bundle.import_bundle_result(database(), payload)
     clear_caches()
-    return list(ids)
+    return outcome
 
 
 # --------------------------------------------------------------------------- worker and GPU

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from dashboard import data
+from dashboard import auth, data, safe
 from dashboard.spec import parse_tags
 from engine import fmt
 
@@ -28,6 +28,24 @@ STATUS_ICON = {"queued": ":material/schedule:", "running": ":material/autorenew:
 # --------------------------------------------------------------------------- query params
 
 
+MAX_RUN_ID = 2**63 - 1  # the database's integer; a larger id cannot name a run
+MAX_LINKED_RUNS = 200  # ids taken from one link (a page of 5000 runs is no comparison)
+
+
+def parse_run_id(text: str | None) -> int | None:
+    """A run id from a URL: plain ASCII digits up to ``MAX_RUN_ID``, else None.
+
+    Why not ``str.isdigit`` + ``int``: ``"²".isdigit()`` is True and ``int("²")`` raises; a
+    5000-digit id raises in ``int`` (Python's 4300-digit limit); 99999999999999999999 parses
+    but overflows SQLite's integer inside the query. Each used to end in a traceback.
+    """
+    p = (text or "").strip().lstrip("#")
+    if not p or len(p) > 19 or not (p.isascii() and p.isdigit()):
+        return None
+    value = int(p)
+    return value if 0 < value <= MAX_RUN_ID else None
+
+
 def parse_run_ids(raw: str | Sequence[str] | None) -> tuple[list[int], list[str]]:
     """``"3,7"`` (or repeated ``?runs=3&runs=7``) -> ([3, 7], invalid parts)."""
     if raw is None:
@@ -35,21 +53,23 @@ def parse_run_ids(raw: str | Sequence[str] | None) -> tuple[list[int], list[str]
     parts = [raw] if isinstance(raw, str) else list(raw)
     ids, bad = [], []
     for part in ",".join(parts).split(","):
-        p = part.strip().lstrip("#")
-        if not p:
+        if not part.strip():
             continue
-        if p.isdigit():
-            if int(p) not in ids:
-                ids.append(int(p))
-        else:
+        rid = parse_run_id(part)
+        if rid is None:
             bad.append(part.strip())
-    return ids, bad
+        elif rid not in ids:
+            ids.append(rid)
+    return ids[:MAX_LINKED_RUNS], bad
 
 
 def run_ids_param() -> list[int]:
     ids, bad = parse_run_ids(st.query_params.get_all("runs"))
     if bad:
-        st.warning(f"Ignored run ids that are not numbers: {', '.join(map(repr, bad))}")
+        shown = ", ".join(repr(b[:24] + ("…" if len(b) > 24 else "")) for b in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        st.warning(f"Ignored {len(bad)} run id(s) that are not run numbers (1 to "
+                   f"{MAX_RUN_ID}): {safe.md(shown)}{more}")
     return ids
 
 
@@ -91,7 +111,7 @@ def show_figure(fig, key: str, where=None) -> None:
     if message is None:
         where.plotly_chart(fig, key=key)
     else:
-        where.markdown(f"**{fig.layout.title.text}**")
+        where.markdown(f"**{safe.md(fig.layout.title.text)}**")
         where.caption(message)
 
 
@@ -122,20 +142,22 @@ def worker_banner(state: data.WorkerState | None = None) -> None:
 
 
 def storage_unavailable(exc: Exception) -> None:
-    st.error(f"Cannot open the database ({data.db_url() or 'default sqlite:///compilelab.db'}): "
-             f"{exc}. Set `COMPILELAB_DB` to a SQLAlchemy URL and reload.", icon=":material/error:")
+    st.error(f"Cannot open the database ({safe.md(data.describe_url())}): {safe.md(exc, 500)}. "
+             "Set `COMPILELAB_DB` to a SQLAlchemy URL and reload.", icon=":material/error:")
 
 
 # --------------------------------------------------------------------------- runs
 
 
 def run_title(r: pd.Series) -> str:
+    """Markdown title of a run: the status icon, then its user text escaped (``safe.md``)."""
     icon = STATUS_ICON.get(r.get("status"), "")
     dims = r.get("dims_label") or ""
     gpu = r.get("gpu")
     show_gpu = isinstance(gpu, str) and gpu and gpu.lower() not in ("cpu", str(r.get("device")))
-    return (f"{icon} Run #{r['run_id']} · {r.get('model')} ({dims}) · {r.get('dtype')} · "
+    text = (f"Run #{r['run_id']} · {r.get('model')} ({dims}) · {r.get('dtype')} · "
             f"{r.get('device')}" + (f" · {gpu}" if show_gpu else ""))  # not "cpu · cpu"
+    return f"{icon} {safe.md(text, 300)}"
 
 
 def _progress_body(run_id: int) -> str | None:
@@ -143,7 +165,7 @@ def _progress_body(run_id: int) -> str | None:
     try:
         d = data.load_runs_live([run_id])
     except Exception as exc:  # noqa: BLE001
-        st.error(f"Cannot read run #{run_id}: {exc}")
+        st.error(f"Cannot read run #{run_id}: {safe.md(exc, 500)}")
         return None
     runs = d.get("runs", pd.DataFrame())
     if runs.empty:
@@ -163,7 +185,7 @@ def _progress_body(run_id: int) -> str | None:
         frac = fmt.num(r.get("progress_fraction"))
         if frac is None:
             frac = len(finished) / len(planned) if planned else 0.0
-        text = f"{variant + ' · ' if variant else ''}{phase} · {frac:.0%} of the run"
+        text = safe.md(f"{variant + ' · ' if variant else ''}{phase}") + f" · {frac:.0%} of the run"
         if planned:
             text += f" · variants finished {len(finished)}/{len(planned)}"
         st.progress(min(max(frac, 0.0), 1.0), text=text)
@@ -174,22 +196,25 @@ def _progress_body(run_id: int) -> str | None:
                        "heartbeat; variants already finished are kept.")
         else:
             st.button("Cancel run", key=f"cancel-{run_id}", icon=":material/error:",
-                      on_click=_cancel, args=(run_id,))
+                      on_click=_cancel, args=(run_id,), disabled=not auth.can_write(),
+                      help=None if auth.can_write() else auth.READ_ONLY_HELP)
         if status == "queued":
             worker_banner()
     else:
         if status == "failed" and r.get("error"):
-            st.error(f"Run failed: {r['error']}")
+            st.error(f"Run failed: {safe.md(r['error'], 2000)}")
         st.page_link(PAGE_COMPARE, label=f"Open run #{run_id}", icon=":material/monitoring:",
                      query_params={"runs": str(run_id)})
     if not variants.empty:
-        st.caption(" · ".join(
-            f"{v}: {s}" for v, s in zip(variants["variant"], variants["status"], strict=True)))
+        st.caption(safe.md(" · ".join(
+            f"{v}: {s}" for v, s in zip(variants["variant"], variants["status"], strict=True))))
     return status
 
 
 def _cancel(run_id: int) -> None:
     """Button callback: runs before the rerun, so the page already shows the request."""
+    if not auth.can_write():  # the button is disabled; a forged widget message still stops here
+        return
     after = data.request_cancel(run_id)
     st.session_state[f"cancel-asked-{run_id}"] = True
     st.toast(f"Run #{run_id}: cancel requested ({after}).")
@@ -217,21 +242,36 @@ def progress_view(run_id: int, status: str | None = None, live: bool = True) -> 
 
 
 def notes_editor(r: pd.Series) -> None:
-    """Edit a run's note and tags (storage.results.set_note / set_tags)."""
+    """Edit a run's note and tags (storage.results.set_note / set_tags); read-only viewers see
+    them as plain text."""
     rid = int(r["run_id"])
     tags = r.get("tags") if isinstance(r.get("tags"), list) else []
+    if not auth.can_write():
+        st.caption("Note")
+        st.text(r.get("note") or "(none)")
+        st.caption("Tags")
+        st.text(", ".join(tags) or "(none)")
+        return
+    note_max = data.max_note_chars()
     with st.form(f"notes-{rid}", border=False):
-        note = st.text_area("Note", value=r.get("note") or "", key=f"note-{rid}",
+        # max_chars: the browser stops at the limit (storage refuses a longer note; the
+        # editor used to crash on it at 20 001 characters).
+        note = st.text_area("Note", value=(r.get("note") or "")[:note_max], key=f"note-{rid}",
+                            max_chars=note_max,
                             placeholder="What was this run for? What did you conclude?")
         tag_text = st.text_input("Tags (comma-separated)", value=", ".join(tags),
                                  key=f"tags-{rid}")
         if st.form_submit_button("Save note and tags"):
             new_tags, err = parse_tags(tag_text)
             if err:
-                st.error(err)
-            else:
+                st.error(safe.md(err))
+                return
+            try:
                 data.set_note(rid, note)
                 data.set_tags(rid, new_tags)
+            except (ValueError, TypeError, LookupError) as exc:  # storage's message is for users
+                st.error(f"Not saved: {safe.md(exc, 500)}")
+            else:
                 st.success("Saved.")
 
 
@@ -251,26 +291,81 @@ def bundle_download(run_ids: Sequence[int], key: str) -> None:
 
 
 def bundle_import(key: str = "bundle") -> None:
-    """Upload a JSON bundle and import it all-or-nothing; errors are shown, nothing written."""
+    """Upload a JSON bundle and import it all-or-nothing; errors are shown, nothing written.
+
+    The raw bytes go to storage, which parses them under its limits (size, nesting depth,
+    5000-digit numbers, NaN): parsing here with ``json.loads`` let a deeply nested file end
+    in a RecursionError traceback."""
+    if not auth.can_write():
+        st.caption("Importing runs needs write access (you are signed in read-only).")
+        return
     up = st.file_uploader("Import a JSON bundle", type=["json"], key=f"{key}-file",
                           help="A file exported from Compile Lab (Export … as JSON bundle).")
     if up is None:
         return
     if not st.button("Import bundle", key=f"{key}-go", icon=":material/upload:"):
         return
-    try:
-        payload = json.loads(up.getvalue().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        st.error(f"{up.name} is not a JSON bundle: {exc}. Nothing was imported.")
+    name = safe.md(up.name, 120)
+    limit = data.max_bundle_bytes()
+    if up.size > limit:
+        st.error(f"{name} is {up.size:,} bytes; a bundle may be at most {limit:,} bytes. "
+                 "Nothing was imported.")
         return
     try:
-        ids = data.import_bundle(payload)
+        outcome = data.import_bundle(up.getvalue())
     except data.bundle_error_type() as exc:
-        st.error(f"Bundle rejected: {exc}. Nothing was imported.")
+        st.error(f"Bundle rejected ({name}): {safe.md(exc, 1000)}. Nothing was imported.")
         return
     except Exception as exc:  # noqa: BLE001 - import is all-or-nothing in storage
-        st.error(f"Import failed: {exc}. Nothing was imported.")
+        st.error(f"Import of {name} failed: {safe.md(exc, 1000)}. Nothing was imported.")
         return
-    st.success(f"Imported {len(ids)} run(s): " + ", ".join(f"#{i}" for i in ids))
-    st.page_link(PAGE_COMPARE, label="Open the imported runs", icon=":material/monitoring:",
-                 query_params={"runs": ",".join(map(str, ids))})
+    ids, already = outcome.new_ids, outcome.existing_ids
+    if already:
+        st.info(f"{len(already)} run(s) of {name} are already in this database (as "
+                + ", ".join(f"#{i}" for i in already[:20]) + ("…" if len(already) > 20 else "")
+                + "): not imported again.")
+    if ids:
+        st.success(f"Imported {len(ids)} run(s): " + ", ".join(f"#{i}" for i in ids[:50]))
+    shown = ids or already
+    if shown:
+        st.page_link(PAGE_COMPARE, label="Open the imported runs", icon=":material/monitoring:",
+                     query_params={"runs": ",".join(map(str, shown[:MAX_LINKED_RUNS]))})
+
+
+def delete_runs_control(run_ids: Sequence[int], running: Sequence[int] = ()) -> None:
+    """Delete the selected runs, after a confirmation step (storage refuses running runs).
+
+    Two steps in session state, not a dialog: the question names the runs, and nothing is
+    deleted unless "Delete permanently" is pressed while the same runs are still selected."""
+    ids = [int(r) for r in run_ids]
+    pending = st.session_state.get("delete-pending")
+    if pending != ids:
+        if st.button(f"Delete {len(ids)} run(s)…", key="delete-ask", icon=":material/delete:"):
+            st.session_state["delete-pending"] = ids
+            st.rerun()
+        return
+    names = ", ".join(f"#{i}" for i in ids[:20]) + ("…" if len(ids) > 20 else "")
+    if running:
+        st.warning(f"Runs {', '.join(f'#{i}' for i in running)} are running: cancel them "
+                   "first, then delete.")
+    st.warning(f"Delete {names} and all their results? This cannot be undone "
+               "(export them as a bundle first to keep a copy).", icon=":material/warning:")
+    yes, no = st.columns(2)
+    if yes.button("Delete permanently", key="delete-confirm", type="primary",
+                  disabled=bool(running)):
+        st.session_state.pop("delete-pending", None)
+        if not auth.can_write():
+            st.error(auth.READ_ONLY_HELP)
+            return
+        try:
+            n = data.delete_runs(ids)
+        except (ValueError, LookupError) as exc:
+            st.error(f"Nothing deleted: {safe.md(exc, 500)}")
+            return
+        st.session_state.pop("runs-initial-selection", None)
+        set_param("selected", None)
+        st.session_state["delete-done"] = f"Deleted {n} run(s): {names}."
+        st.rerun()
+    if no.button("Keep them", key="delete-cancel"):
+        st.session_state.pop("delete-pending", None)
+        st.rerun()

@@ -3,6 +3,13 @@
 
     python scripts/run_all.py [--port 8501] [--address 127.0.0.1] [--db URL] [--no-worker]
 
+The dashboard listens on 127.0.0.1 unless ``--address`` (or ``COMPILELAB_ADDRESS``) names another
+address: it has no login of its own (see "Sharing the dashboard" in README.md for the password
+page), so a wider address is a choice the user makes, and the launcher prints a warning for it.
+Every Streamlit setting that matters for that is passed on the command line, not left to a
+``.streamlit/config.toml`` that is only read when the working directory happens to be the
+repository root: no usage statistics, no Deploy button, error details as type and message only.
+
 Each service runs as its own process group (``start_new_session``), so the launcher alone
 decides how they stop: on SIGINT/SIGTERM it forwards SIGINT to both groups (the worker's
 measuring children included), waits up to ``--grace`` seconds, then escalates to SIGTERM and
@@ -26,6 +33,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DB = "sqlite:///compilelab.db"
+DEFAULT_ADDRESS = "127.0.0.1"
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+# Streamlit settings for every way the dashboard starts (mirrored in .streamlit/config.toml).
+STREAMLIT_FLAGS = [
+    "--server.headless", "true",
+    "--browser.gatherUsageStats", "false",  # no telemetry requests to data.streamlit.io
+    "--client.toolbarMode", "minimal",  # no "Deploy" button, no developer menu
+    "--client.showErrorDetails", "type",  # an unexpected error shows its type, never a traceback
+]
 
 
 class _Stop(Exception):
@@ -41,22 +57,26 @@ def _commands(args: argparse.Namespace) -> dict[str, list[str]]:
     cmds: dict[str, list[str]] = {}
     if not args.no_worker:
         cmds["worker"] = [py, "-m", "engine", "worker"]
-    cmds["dashboard"] = [
-        py,
-        "-m",
-        "streamlit",
-        "run",
-        "dashboard/app.py",
-        "--server.headless",
-        "true",
-        "--server.port",
-        str(args.port),
-        "--server.address",
-        args.address,
-        "--browser.gatherUsageStats",
-        "false",
-    ]
+    cmds["dashboard"] = dashboard_command(args.address, args.port, py)
     return cmds
+
+
+def dashboard_command(address: str, port: int, python: str = sys.executable) -> list[str]:
+    """``streamlit run dashboard/app.py`` bound to ``address`` with the settings above."""
+    return [python, "-m", "streamlit", "run", "dashboard/app.py", *STREAMLIT_FLAGS,
+            "--server.port", str(port), "--server.address", address]
+
+
+def exposure_warning(address: str) -> str | None:
+    """What to tell a user who binds the dashboard beyond this machine (None on loopback)."""
+    if address.strip().lower() in LOOPBACK:
+        return None
+    login = ("a password page is on (COMPILELAB_DASHBOARD_PASSWORD)"
+             if os.environ.get("COMPILELAB_DASHBOARD_PASSWORD") else
+             "it has NO login: anyone who can reach this address can queue runs, edit notes "
+             "and delete runs. Set COMPILELAB_DASHBOARD_PASSWORD (README: Sharing the dashboard)")
+    return (f"run_all: WARNING: the dashboard listens on {address}, reachable from other "
+            f"machines; {login}.")
 
 
 def _check_layout(cmds: dict[str, list[str]]) -> str | None:
@@ -104,7 +124,9 @@ def _stop_all(procs: dict[str, subprocess.Popen], grace: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=int(os.environ.get("COMPILELAB_PORT", 8501)))
-    parser.add_argument("--address", default=os.environ.get("COMPILELAB_ADDRESS", "localhost"))
+    parser.add_argument("--address", default=os.environ.get("COMPILELAB_ADDRESS") or DEFAULT_ADDRESS,
+                        help="address the dashboard listens on (default 127.0.0.1: this machine "
+                        "only); another one is reachable from the network")
     parser.add_argument("--db", default=os.environ.get("COMPILELAB_DB") or DEFAULT_DB)
     parser.add_argument("--no-worker", action="store_true", help="dashboard only")
     parser.add_argument("--grace", type=float, default=10.0, help="seconds to wait per stop step")
@@ -116,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run_all: {problem}", file=sys.stderr)
         return 2
 
+    warning = exposure_warning(args.address)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     env = dict(os.environ, COMPILELAB_DB=args.db, PYTHONUNBUFFERED="1")
     procs: dict[str, subprocess.Popen] = {}
 

@@ -13,6 +13,15 @@ Format (version 2)::
                "device": "cuda", "spec": {...}, "error": null, "note": "", "environment": {...},
                "tags": ["baseline"], "variants": [<VariantResult JSON, plus "extra">, ...]}]}
 
+Hostile input gets one ``BundleError`` naming the field: text that is not valid Unicode (lone
+surrogates, NUL), numbers that are not finite, negative latencies or durations, variant names
+other than plain identifiers (they are shown in verdicts and chart labels), and more than the
+limits below (size, nesting depth, runs, variants, samples).
+
+Importing the same runs twice does not duplicate them: a run is identified by its model and its
+``created_at`` (microseconds, kept by export and import). ``import_bundle_result`` says which
+runs were new and which were already here.
+
 Versions: 2 added ``eager_median_ms`` to the sweep points (``variants[].sweep[]``). Version 1
 bundles (without it) still import, with the field missing (null). The version is bumped for any
 addition because ``import_bundle`` refuses unknown keys: an older Compile Lab then says "version
@@ -23,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -75,6 +85,8 @@ MAX_JSON_NODES = 5_000_000  # values inside those free-form objects, whole bundl
 MAX_SHORT_TEXT = 512  # model, variant, dtype, device, dims keys, timer, ...
 MAX_TEXT = 100_000  # any other string inside free-form JSON
 MAX_DIMS = 64
+# Variant names are shown in verdicts (Markdown) and chart labels: identifiers only.
+VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,63}")
 
 _TOP_KEYS = {"format", "version", "exported_at", "runs"}
 _RUN_KEYS = {
@@ -246,6 +258,21 @@ def _check_text(
         raise _fail(path, "must not be empty")
     if "\x00" in value:
         raise _fail(path, "string contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON "\ud800"): no database can store it
+        raise _fail(path, "string is not valid Unicode (a lone surrogate)") from None
+
+
+def _is_duration(name: str, kind: str) -> bool:
+    """Latencies and durations (``*_ms``, ``*_s``, ``*_ms_per_call``, sample series): never
+    negative. Other numbers (errors, counts, dim values) are checked for type only."""
+    return kind == "series" or name.endswith(("_ms", "_s", "_ms_per_call"))
+
+
+def _check_not_negative(value: Any, path: str) -> None:
+    if value is not None and value < 0:
+        raise _fail(path, f"{value} is negative; a latency or duration cannot be")
 
 
 def _check_number(value: Any, path: str, kind: str) -> None:
@@ -293,6 +320,8 @@ def _check_field(value: Any, path: str, name: str, kind: str, budget: _Budget) -
         _check_text(value, path, _TEXT_LIMITS.get(name, MAX_SHORT_TEXT))
     elif kind in ("float", "int"):
         _check_number(value, path, kind)
+        if _is_duration(name, kind):
+            _check_not_negative(value, path)
     elif kind == "bool":
         if value is not None and not isinstance(value, bool):
             raise _fail(path, f"expected true/false, got {_type_name(value)}")
@@ -308,6 +337,7 @@ def _check_field(value: Any, path: str, name: str, kind: str, budget: _Budget) -
             raise _fail(path, f"the bundle holds more than {MAX_TOTAL_NUMBERS} samples")
         for i, item in enumerate(value):
             _check_number(item, f"{path}[{i}]", "float")
+            _check_not_negative(item, f"{path}[{i}]")
     elif kind == "json":
         _check_json(value, path, budget)
     else:
@@ -329,6 +359,9 @@ def _check_time(value: Any, path: str, nullable: bool = True) -> None:
 def _check_variant(value: Any, path: str, budget: _Budget) -> None:
     result = _check_keys(value, path, _VARIANT_KEYS, ("variant", "status"))
     _check_text(result["variant"], f"{path}.variant", 64, nullable=False, empty=False)
+    if not VARIANT_NAME.fullmatch(result["variant"]):
+        raise _fail(f"{path}.variant", f"{result['variant'][:64]!r} is not a variant name "
+                    "(letters, digits and _ . : + - only)")
     if result["status"] not in VARIANT_STATUSES:
         raise _fail(f"{path}.status", f"{result['status']!r} is not one of {VARIANT_STATUSES}")
     failure_kind = result.get("failure_kind")
@@ -514,7 +547,42 @@ def import_bundle(db: Database, bundle: Mapping[str, Any] | str | bytes) -> list
     """Validate and import a bundle (a dict, or its JSON text); returns the new run ids in order.
 
     All or nothing: any problem raises ``BundleError`` before the single transaction commits.
+    Runs already in the database (same model and ``created_at``) are not imported again and
+    are not in the result; ``import_bundle_result`` names them.
     """
+    return import_bundle_result(db, bundle).new_ids
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What ``import_bundle_result`` did: ids of the runs it created, in bundle order, and the
+    ids of the runs of the bundle that this database already held (not imported again)."""
+
+    new_ids: list[int]
+    existing_ids: list[int]
+
+
+def _identity(created_at: datetime, model: str) -> tuple[datetime, str]:
+    return created_at, model
+
+
+def _existing_runs(session: Any, keys: list[tuple[datetime, str]]) -> dict[tuple, int]:
+    """Ids of the runs already stored under these (created_at, model) identities."""
+    found: dict[tuple, int] = {}
+    moments = sorted({moment for moment, _model in keys})
+    for i in range(0, len(moments), 500):
+        rows = session.execute(
+            select(Run.id, Run.created_at, Run.model).where(
+                Run.created_at.in_(moments[i : i + 500])
+            )
+        )
+        for run_id, created_at, model in rows:
+            found.setdefault(_identity(created_at, model), run_id)
+    return found
+
+
+def import_bundle_result(db: Database, bundle: Mapping[str, Any] | str | bytes) -> ImportResult:
+    """``import_bundle`` that also reports the runs that were already here."""
     data = parse_bundle(bundle) if isinstance(bundle, (str, bytes)) else validate_bundle(bundle)
     try:
         entities = [_run_entity(run) for run in data["runs"]]
@@ -522,8 +590,17 @@ def import_bundle(db: Database, bundle: Mapping[str, Any] | str | bytes) -> list
         raise BundleError(f"bundle rejected: {exc}") from exc
     try:
         with db.session(write=True) as session:
-            session.add_all(entities)
+            keys = [_identity(run.created_at, run.model) for run in entities]
+            known = _existing_runs(session, keys)
+            fresh, existing, seen = [], [], set()
+            for key, run in zip(keys, entities, strict=True):
+                if key in known:
+                    existing.append(known[key])
+                elif key not in seen:  # the same run twice in one bundle: once
+                    seen.add(key)
+                    fresh.append(run)
+            session.add_all(fresh)
             session.flush()
-            return [run.id for run in entities]
+            return ImportResult([run.id for run in fresh], list(dict.fromkeys(existing)))
     except (IntegrityError, DataError) as exc:
         raise BundleError(f"bundle rejected by the database: {exc.orig}") from exc

@@ -318,7 +318,7 @@ def _import(at: AppTest, name: str, content: bytes) -> AppTest:
 def test_import_malformed_bundle_shows_error_and_writes_nothing(db):
     seed_done(db, spec("mlp"), mlp_results())
     at = _import(app("runs"), "broken.json", b"{not json")
-    assert "not a JSON bundle" in texts(at.error)
+    assert "not valid JSON" in texts(at.error)
     at = _import(app("runs"), "wrong.json", json.dumps({"format": "nope", "runs": 3}).encode())
     errors = texts(at.error)
     assert "Bundle rejected" in errors and "Nothing was imported" in errors
@@ -329,8 +329,13 @@ def test_import_exported_bundle_round_trip(db):
     a = seed_done(db, spec("mlp"), mlp_results())
     payload = json.dumps(bundle.export_bundle(db, [a]), default=str).encode()
     at = _import(app("runs"), "runs.json", payload)
+    # the same database: the run is already here, and the page says so instead of duplicating
+    assert "already in this database" in texts(at.info)
+    assert len(queries.list_runs(db)) == 1
+    results.delete_runs(db, [a])
+    at = _import(app("runs"), "runs.json", payload)
     assert "Imported 1 run(s)" in texts(at.success)
-    assert len(queries.list_runs(db)) == 2
+    assert len(queries.list_runs(db)) == 1
 
 
 def test_new_run_lists_operator_plugin_models(db, tmp_path, monkeypatch):

@@ -256,14 +256,19 @@ def test_import_bundle_upload(server, browser, tmp_path):
 
     db = open_database(url)
     good = tmp_path / "good.json"
-    good.write_text(json.dumps(bundle.export_bundle(db, [ids[2]]), default=str))
+    payload = bundle.export_bundle(db, [ids[2]])
+    same = tmp_path / "same.json"  # runs already here are not imported twice
+    same.write_text(json.dumps(payload, default=str))
+    payload["runs"][0]["created_at"] = "2020-01-02T03:04:05.000006+00:00"  # another run
+    good.write_text(json.dumps(payload, default=str))
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": "something else"}))
     db.engine.dispose()
 
     page = _page(browser, f"{base}/runs")
     page.get_by_text("Import runs from a JSON bundle").click()
-    for path, expected in [(bad, "Bundle rejected"), (good, r"Imported 1 run\(s\)")]:
+    for path, expected in [(bad, "Bundle rejected"), (same, "already in this database"),
+                           (good, r"Imported 1 run\(s\)")]:
         page.locator("input[type=file]").set_input_files(str(path))
         page.get_by_text(path.name).wait_for(timeout=WAIT_MS)  # upload done, page rerun
         _settled(page)
@@ -368,6 +373,10 @@ def test_new_run_measured_by_the_worker_then_compare_share_export_import(
     download.value.save_as(exported)
     payload = json.loads(exported.read_text())
     assert payload["format"] == "compilelab-bundle"
+    # Imported here as it is, it is recognised as the same run; as another machine's copy of
+    # it (another created_at), it is imported.
+    payload["runs"][0]["created_at"] = "2020-01-02T03:04:05.000006+00:00"
+    exported.write_text(json.dumps(payload))
     assert [(r["model"], r["device"], r["status"]) for r in payload["runs"]] == [
         ("mlp", "cpu", "done")]
     assert [v["variant"] for v in payload["runs"][0]["variants"]] == ["eager", "default"]

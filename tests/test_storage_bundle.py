@@ -144,10 +144,27 @@ def test_the_shipped_h200_bundle_imports(target):
     assert sweep.loc[sweep["variant"] == "default", "eager_median_ms"].notna().all()
 
 
-def test_import_of_a_dict_and_of_bytes(target, bundle):
+def test_import_of_a_dict_and_of_bytes(target, bundle, tmp_path):
     assert len(import_bundle(target, copy.deepcopy(bundle))) == 2
-    assert len(import_bundle(target, json.dumps(bundle).encode())) == 2
-    assert len(list_runs(target)) == 4
+    other = open_database(f"sqlite:///{tmp_path / 'other.db'}")
+    assert len(import_bundle(other, json.dumps(bundle).encode())) == 2
+    other.dispose()
+
+
+def test_importing_the_same_bundle_twice_says_so_and_adds_nothing(target, bundle):
+    from storage import import_bundle_result
+
+    first = import_bundle_result(target, copy.deepcopy(bundle))
+    assert len(first.new_ids) == 2 and first.existing_ids == []
+    again = import_bundle_result(target, json.dumps(bundle).encode())
+    assert again.new_ids == [] and again.existing_ids == first.new_ids
+    assert len(list_runs(target)) == 2
+    # one new run beside a known one: only the new one is added
+    extra = copy.deepcopy(bundle)
+    extra["runs"][0]["created_at"] = "2020-01-01T00:00:00.000001+00:00"
+    third = import_bundle_result(target, extra)
+    assert len(third.new_ids) == 1 and third.existing_ids == first.new_ids[1:]
+    assert len(list_runs(target)) == 3
 
 
 def test_unfinished_and_unknown_runs_are_not_exported(db):

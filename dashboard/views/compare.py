@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data, report, tables, widgets
+from dashboard import charts, data, report, safe, tables, widgets
 from dashboard.verdict import verdict_for_run
 
 st.title("Run / compare")
@@ -31,7 +31,8 @@ if not picked:
     st.page_link(widgets.PAGE_RUNS, label="Go to Runs", icon=":material/table_rows:")
     st.stop()
 
-d = data.load_runs(picked)
+# variant names escaped for the verdict's Markdown and the figures' labels (safe.plotly_names)
+d = safe.plotly_names(data.load_runs(picked))
 runs = d["runs"]
 missing = [i for i in picked if i not in set(runs["run_id"].astype(int))]
 if missing:
@@ -52,13 +53,13 @@ for _, r in runs.iterrows():
                 else None,
                 "tags: " + ", ".join(r["tags"]) if isinstance(r.get("tags"), list) and r["tags"]
                 else None]
-        st.caption(" · ".join(m for m in meta if m))
+        st.caption(safe.md(" · ".join(m for m in meta if m), 2000))
         if r["status"] in widgets.ACTIVE:
             widgets.progress_view(rid, status=r["status"])
         if r.get("note"):
             st.text(r["note"])
         if r["status"] == "failed" and r.get("error"):
-            st.error(f"Run failed: {r['error']}")
+            st.error(f"Run failed: {safe.md(r['error'], 2000)}")
         v = verdict_for_run(variants, rid)
         verdicts.append(v)
         if not variants.empty and (variants["run_id"] == rid).any():
@@ -105,7 +106,8 @@ sweeps = d.get("sweep_points")
 sweep_figures = []
 if sweeps is not None and not sweeps.empty:
     st.header("Sweep", anchor="sweep")
-    dim = ", ".join(sorted(set(runs["sweep_dim"].dropna().astype(str)))) or "swept dim"
+    dim = safe.plotly_text(", ".join(sorted(set(runs["sweep_dim"].dropna().astype(str))))
+                           or "swept dim")
     sweep_figures = [charts.sweep_latency(sweeps, dim), charts.sweep_first_call(sweeps, dim)]
     c1, c2 = st.columns(2)
     widgets.show_figure(sweep_figures[0], "fig-sweep", c1)
@@ -114,8 +116,9 @@ if sweeps is not None and not sweeps.empty:
 # ---------------------------------------------------------------- tables
 st.header("Variants", anchor="variants")
 vt = tables.variants_table(variants, runs)
-st.dataframe(vt, hide_index=True, key="variants-table")
-st.download_button("Download figures as CSV", vt.to_csv(index=False),
+# safe.frame: the grid's own CSV download (toolbar) writes cells as shown, formulas neutralised
+st.dataframe(safe.frame(vt), hide_index=True, key="variants-table")
+st.download_button("Download figures as CSV", safe.csv(vt),
                    file_name=f"compilelab-variants-{'-'.join(map(str, picked[:8]))}.csv",
                    mime="text/csv", icon=":material/download:", key="csv",
                    on_click="ignore")
@@ -125,27 +128,28 @@ gb = tables.graph_breaks_table(d["graph_breaks"])
 if gb.empty:
     st.caption("No graph breaks: each compiled variant traced the model into one graph.")
 else:
-    st.dataframe(gb, hide_index=True, key="graph-breaks")
+    st.dataframe(safe.frame(gb), hide_index=True, key="graph-breaks")
 rc = tables.recompiles_table(d["recompiles"])
 if rc.empty:
     st.caption("No recompiles.")
 else:
-    st.dataframe(rc, hide_index=True, key="recompiles")
+    st.dataframe(safe.frame(rc), hide_index=True, key="recompiles")
 skips = tables.cudagraph_skips_table(variants)
 if not skips.empty:
     st.markdown("**CUDA graphs skipped** (these calls run without graph replay)")
-    st.dataframe(skips, hide_index=True, key="cudagraph-skips")
+    st.dataframe(safe.frame(skips), hide_index=True, key="cudagraph-skips")
 phases = tables.compile_phases_table(variants)
 if not phases.empty:
     st.markdown("**Compile phases** (seconds, as torch reports them)")
-    st.dataframe(phases, hide_index=True, key="compile-phases")
+    st.dataframe(safe.frame(phases), hide_index=True, key="compile-phases")
 
 failed = tables.failed_variants(variants)
 if not failed.empty:
     st.header("Failed variants", anchor="failed")
     for _, f in failed.iterrows():
-        with st.expander(f"#{f['run_id']} {f['variant']}: {f['failure_kind'] or f['status']} — "
-                         f"{(f['error'] or '').splitlines()[0][:120] if f['error'] else ''}"):
+        first_line = (f["error"] or "").strip().splitlines()[0] if (f["error"] or "").strip() else ""
+        with st.expander(safe.md(f"#{f['run_id']} {f['variant']}: "
+                                 f"{f['failure_kind'] or f['status']} — {first_line}", 160)):
             st.text(f["error"] or "(no message)")
             st.code(f["stderr_tail"] or "(no stderr captured)", language=None)
 
@@ -153,7 +157,7 @@ if not failed.empty:
 st.header("Environment", anchor="environment")
 for _, r in runs.iterrows():
     with st.expander(f"Run #{r['run_id']} environment and spec"):
-        st.dataframe(tables.environment_rows(r.get("environment")), hide_index=True,
+        st.dataframe(safe.frame(tables.environment_rows(r.get("environment"))), hide_index=True,
                      key=f"env-{r['run_id']}")
         st.json(r.get("spec") or {}, expanded=False)
 

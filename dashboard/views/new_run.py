@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, widgets
+from dashboard import auth, data, safe, widgets
 from dashboard.spec import BACKENDS, COMPILE_VARIANTS, DYNAMIC_CHOICES, RunRequest, build_spec
 
 st.title("New run")
 st.caption("Measures eager against each compile variant on the worker's machine: cold and warm "
            "compile, warm-up curve, steady-state latency, memory, kernels, graph breaks.")
 
+if not auth.can_write():
+    st.info("Read-only access: you can browse, compare and export runs; queuing a run needs "
+            "the editor password.", icon=":material/lock:")
+    st.page_link(widgets.PAGE_RUNS, label="Go to Runs", icon=":material/table_rows:")
+    st.stop()
+
 try:
     models = data.catalogue()
 except Exception as exc:  # noqa: BLE001 - the engine's own message is the most useful
-    st.error(f"Cannot load the model catalogue (engine.catalogue): {exc}", icon=":material/error:")
+    st.error(f"Cannot load the model catalogue (engine.catalogue): {safe.md(exc, 500)}",
+             icon=":material/error:")
     st.stop()
 if not models:
     st.warning("The model catalogue is empty. Built-in models need their optional packages; "
@@ -81,7 +88,8 @@ with c2:
     device = st.selectbox("Device", devices, index=devices.index("cuda") if
                           gpu.state == "yes" else 0, key="device")
     if gpu.state == "yes":
-        st.caption(f"Worker GPU: {gpu.name} (from run #{gpu.run_id}'s environment).")
+        st.caption(f"Worker GPU: {safe.md(gpu.name, 120)} (from run #{gpu.run_id}'s "
+                   "environment).")
     elif gpu.state == "no":
         st.info(f"No GPU found, CPU runs still work (worker report from run #{gpu.run_id}).",
                 icon=":material/computer:")
@@ -141,7 +149,8 @@ t1, t2 = st.columns([1, 2])
 tags = t1.text_input("Tags (comma-separated)", key="tags", placeholder="e.g. baseline, h200")
 with t1:
     field_error("tags")
-note = t2.text_input("Note", key="note", placeholder="What are you trying to find out?")
+note = t2.text_input("Note", key="note", placeholder="What are you trying to find out?",
+                     max_chars=data.max_note_chars())  # what storage and bundles accept
 
 request = RunRequest(
     model=model.name, dims=dims, dtype=dtype, device=device, variants=variants,
@@ -153,21 +162,27 @@ request = RunRequest(
 )
 check = build_spec(request, model, devices, engine_check=data.engine_normalise)
 for key, message in check.errors.items():
-    (errors_at.get(key) or st).error(message, icon=":material/warning:")
+    (errors_at.get(key) or st).error(safe.md(message, 500), icon=":material/warning:")
 for w in check.warnings:
-    st.caption(f"ℹ️ {w}")
+    st.caption(f"ℹ️ {safe.md(w, 500)}")
 
 if st.button("Queue run", type="primary", icon=":material/play_arrow:", key="submit"):
-    if not check.ok:
+    if not auth.can_write():
+        st.error(auth.READ_ONLY_HELP)
+    elif not check.ok:
         st.error(f"Fix the {len(check.errors)} field(s) marked above; nothing was queued.")
     else:
-        run_id = data.enqueue_run(check.spec, tags=check.tags, note=note)
-        st.session_state["watch"] = run_id
-        widgets.set_param("watch", run_id)
-        st.toast(f"Run #{run_id} queued.")
+        try:
+            run_id = data.enqueue_run(check.spec, tags=check.tags, note=note)
+        except (ValueError, TypeError) as exc:  # storage's own checks; its message is for users
+            st.error(f"Nothing was queued: {safe.md(exc, 500)}")
+        else:
+            st.session_state["watch"] = run_id
+            widgets.set_param("watch", run_id)
+            st.toast(f"Run #{run_id} queued.")
 
-watch = st.session_state.get("watch") or st.query_params.get("watch")
-if watch and str(watch).isdigit():
+watch = st.session_state.get("watch") or widgets.parse_run_id(st.query_params.get("watch"))
+if watch:
     st.subheader("Progress")
     known = recent[recent["run_id"] == int(watch)] if not recent.empty else recent
     widgets.progress_view(int(watch), status=None if known.empty else known.iloc[0]["status"])

@@ -1,4 +1,4 @@
-"""Runs: the history, filtered; select rows to compare them, export them, or import a bundle."""
+"""Runs: the history, filtered; select rows to compare, export or delete them; import a bundle."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, tables, widgets
+from dashboard import auth, data, safe, tables, widgets
 
 st.title("Runs")
 
@@ -90,6 +90,8 @@ st.caption(
     + ". Select rows to compare or export them."
     + (" Older runs: narrow the list with the filters (the newest "
        f"{data.RUNS_PAGE_LIMIT:,} matches are shown)." if capped else ""))
+if st.session_state.get("delete-done"):
+    st.success(st.session_state.pop("delete-done"))
 if runs.empty:
     st.info("No run matches these filters. Clear a filter above, or start a new run.")
     st.stop()
@@ -101,7 +103,7 @@ if "runs-initial-selection" not in st.session_state:
     st.session_state["runs-initial-selection"] = [
         i for i, rid in enumerate(table["run_id"]) if int(rid) in linked]
 event = st.dataframe(
-    table, key="runs-table", on_select="rerun", selection_mode="multi-row", hide_index=True,
+    safe.frame(table), key="runs-table", on_select="rerun", selection_mode="multi-row", hide_index=True,
     selection_default={"selection": {"rows": st.session_state["runs-initial-selection"],
                                      "columns": []}},
     column_config={
@@ -133,6 +135,10 @@ if selected:
     active = runs[runs["run_id"].isin(selected) & runs["status"].isin(widgets.ACTIVE)]
     for rid in active["run_id"]:
         widgets.progress_view(int(rid), status="running")
+    if auth.can_write():
+        running = [int(r) for r in runs.loc[runs["run_id"].isin(selected)
+                                            & (runs["status"] == "running"), "run_id"]]
+        widgets.delete_runs_control(selected, running)
 
 with st.expander("Import runs from a JSON bundle"):
     widgets.bundle_import("runs-import")

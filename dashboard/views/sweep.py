@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data, tables, widgets
+from dashboard import charts, data, safe, tables, widgets
 
 st.title("Sweep")
 st.caption("Runs over several values of one dim. A ✕ marks a value at which the compiled model "
@@ -54,17 +54,18 @@ if points.empty:
 for dim, group in runs.groupby(runs["sweep_dim"].fillna("swept dim")):
     ids = set(group["run_id"].astype(int))
     pts = points[points["run_id"].astype(int).isin(ids)]
-    widgets.show_figure(charts.sweep_latency(pts, str(dim)), f"sweep-latency-{dim}")
-    widgets.show_figure(charts.sweep_speedup(pts, str(dim)), f"sweep-speedup-{dim}")
-    widgets.show_figure(charts.sweep_first_call(pts, str(dim)), f"sweep-first-{dim}")
+    label = safe.plotly_text(dim)  # the swept dim's name comes from the run's spec
+    widgets.show_figure(charts.sweep_latency(pts, label), f"sweep-latency-{dim}")
+    widgets.show_figure(charts.sweep_speedup(pts, label), f"sweep-speedup-{dim}")
+    widgets.show_figure(charts.sweep_first_call(pts, label), f"sweep-first-{dim}")
 
 st.subheader("Recompiles")
 rc = tables.recompiles_table(d["recompiles"])
 if rc.empty:
     st.caption("No recompiles recorded.")
 else:
-    st.dataframe(rc, hide_index=True, key="sweep-recompiles")
-st.download_button("Download sweep points as CSV", points.to_csv(index=False),
+    st.dataframe(safe.frame(rc), hide_index=True, key="sweep-recompiles")
+st.download_button("Download sweep points as CSV", safe.csv(points),
                    file_name="compilelab-sweep.csv", mime="text/csv", key="sweep-csv",
                    on_click="ignore")
 st.page_link(widgets.PAGE_COMPARE, label="Open these runs in Run / compare",

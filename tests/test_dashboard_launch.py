@@ -1,0 +1,69 @@
+"""Every way the dashboard starts binds 127.0.0.1 unless the user names another address, with
+usage statistics and the Deploy button off (scripts/run_all.py, Makefile, .streamlit/config.toml).
+The browser side (no request leaves loopback) is tests/test_dashboard_offline.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def run_all():
+    spec = importlib.util.spec_from_file_location("run_all", ROOT / "scripts" / "run_all.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _flags(cmd: list[str]) -> dict[str, str]:
+    return {cmd[i]: cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i].startswith("--")}
+
+
+def test_launcher_defaults_to_loopback(run_all, monkeypatch):
+    monkeypatch.delenv("COMPILELAB_ADDRESS", raising=False)
+    args = run_all.argparse.Namespace(no_worker=True, address=run_all.DEFAULT_ADDRESS, port=8501)
+    flags = _flags(run_all._commands(args)["dashboard"])
+    assert flags["--server.address"] == "127.0.0.1"
+    assert flags["--browser.gatherUsageStats"] == "false"
+    assert flags["--client.toolbarMode"] == "minimal"
+    assert flags["--client.showErrorDetails"] == "type"
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "localhost", "::1"])
+def test_no_warning_on_loopback(run_all, address):
+    assert run_all.exposure_warning(address) is None
+
+
+def test_wider_address_warns_that_there_is_no_login(run_all, monkeypatch):
+    monkeypatch.delenv("COMPILELAB_DASHBOARD_PASSWORD", raising=False)
+    warning = run_all.exposure_warning("0.0.0.0")
+    assert "WARNING" in warning and "NO login" in warning
+    assert "COMPILELAB_DASHBOARD_PASSWORD" in warning
+    monkeypatch.setenv("COMPILELAB_DASHBOARD_PASSWORD", "s3cret")
+    warning = run_all.exposure_warning("10.0.0.5")
+    assert "password page is on" in warning and "s3cret" not in warning
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="no make")
+@pytest.mark.parametrize("target", ["run", "dashboard"])
+def test_make_targets_bind_loopback_unless_told(target):
+    def dry(*extra: str) -> str:
+        return subprocess.run(["make", "-n", target, *extra], cwd=ROOT, capture_output=True,
+                              text=True, env={"PATH": "/usr/bin:/bin"}, check=True).stdout
+    assert '--address "127.0.0.1"' in dry()
+    assert '--address "0.0.0.0"' in dry("ADDRESS=0.0.0.0")
+
+
+def test_streamlit_config_in_the_repository_root_matches():
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["address"] == "127.0.0.1"
+    assert config["browser"]["gatherUsageStats"] is False
+    assert config["client"]["toolbarMode"] == "minimal"

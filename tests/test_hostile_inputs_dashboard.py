@@ -1,0 +1,344 @@
+"""Hostile-input corpus, dashboard side: every case gets one clear message and no exception.
+
+Four groups, each parametrised:
+- query params of every page (ids that overflow, are not ASCII digits, are negative, 5000 digits,
+  dates that do not parse or are reversed), through AppTest;
+- bundles, through ``storage.bundle`` (what the Runs page calls) and through the page's upload
+  (deep nesting, 5000-digit ints, lone surrogates, NaN/Infinity, negative latencies, a 20 001-
+  character note, unknown keys, too many runs or samples, a file over the size limit, invalid
+  UTF-8, importing the same bundle twice);
+- user text shown in pages (model name, note, tags, run error, variant error, stderr tail,
+  graph-break reason): ``![x](http://evil/)``, ``<script>alert(1)</script>`` and
+  ``=cmd|' /C calc'!A0`` appear only escaped in Markdown, as text in tables, neutralised in CSV;
+- the CSV and HTML report built from such runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pandas as pd
+import pytest
+import streamlit as st
+from test_dashboard_app import app, button, no_exceptions, seed_done, texts
+from test_dashboard_data import failed_result, mlp_results, spec, sweep_results
+
+from dashboard import auth, report, safe, tables, widgets
+from dashboard.verdict import verdict_for_run
+from storage import bundle as bundle_mod
+from storage import queries, queue, results
+from storage.db import open_database
+
+IMAGE = "![x](http://evil/)"
+SCRIPT = "<script>alert(1)</script>"
+FORMULA = "=cmd|' /C calc'!A0"
+HOSTILE = [IMAGE, SCRIPT, FORMULA]
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPILELAB_DB", f"sqlite:///{tmp_path / 'lab.db'}")
+    for name in ("COMPILELAB_PLUGIN_DIR", auth.PASSWORD_ENV, auth.READONLY_PASSWORD_ENV,
+                 auth.ROLE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    database = open_database()
+    yield database
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    database.dispose()
+
+
+def _seed(db, text: str = "plain") -> int:
+    """A finished run whose user text (note, tags, errors, stderr, graph-break reason) is
+    ``text``; the model name too (set through a bundle, as a stranger's bundle would)."""
+    results_ = mlp_results()
+    results_[1]["graph_breaks"] = [{"reason": text, "file": text, "line": 3, "count": 1}]
+    results_[2] = failed_result(results_[2]["variant"], error=text)
+    results_[2]["stderr_tail"] = text
+    run_id = queue.enqueue_run(db, spec("mlp"), tags=[text, "ok"], note=text)
+    queue.claim_run(db, run_id, "w")
+    for r in results_:
+        results.save_variant_result(db, run_id, r)
+    queue.finish_run(db, run_id, "failed", error=text, environment={"gpu": text, "torch": "2"})
+    exported = bundle_mod.export_bundle(db, [run_id])
+    results.delete_runs(db, [run_id])
+    exported["runs"][0]["model"] = exported["runs"][0]["spec"]["model"] = text
+    return bundle_mod.import_bundle(db, exported)[0]
+
+
+def _markdown_texts(at) -> str:
+    """Everything the page rendered as Markdown (where a link or image would come alive)."""
+    parts = [texts(at.markdown), texts(at.caption), texts(at.error), texts(at.warning),
+             texts(at.info), texts(at.success)]
+    parts += [e.label for e in at.expander]
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- query params
+
+BAD_IDS = ["99999999999999999999", "9" * 5000, "²", "-1", "1,abc", "0", "1e3", "１", "%00",
+           "\x00", "<script>", "0x10", " , ,", "#"]
+
+
+@pytest.mark.parametrize("page", ["compare", "sweep"])
+@pytest.mark.parametrize("raw", BAD_IDS, ids=[r[:12].encode("unicode_escape").decode()
+                                              for r in BAD_IDS])
+def test_bad_run_ids_in_the_url(db, page, raw):
+    _seed(db)
+    seed_done(db, spec("varying_seq", dims={"batch": 8, "seq": 32, "hidden": 256, "heads": 4},
+                       sweep={"dim": "seq", "values": [32, 64, 128]},
+                       variants=["eager", "default"]), sweep_results())
+    at = app(page, runs=raw)
+    no_exceptions(at)
+    shown = texts(at.warning) + texts(at.info)
+    if raw.strip(" ,#"):
+        assert "not run numbers" in shown or "Not in this database" in shown, shown
+
+
+@pytest.mark.parametrize("raw", ["99999999999999999999", "9" * 5000, "²", "-1", "abc"])
+def test_bad_watch_id_on_new_run(db, raw):
+    at = app("new_run", watch=raw)
+    no_exceptions(at)
+
+
+@pytest.mark.parametrize("params", [
+    {"selected": "99999999999999999999,²,-1"},
+    {"since": "not-a-date", "until": "2026-13-45"},
+    {"since": "9999-12-31", "until": "0001-01-01"},
+    {"model": SCRIPT, "tag": IMAGE, "status": "\x00", "hw": "9" * 5000},
+], ids=["selected", "garbage-dates", "reversed-dates", "unknown-filters"])
+def test_bad_runs_page_params(db, params):
+    _seed(db)
+    at = app("runs", **params)
+    no_exceptions(at)
+    assert at.dataframe or at.info
+
+
+def test_parse_run_id_rules():
+    assert widgets.parse_run_id("#12") == 12
+    for bad in ["²", "-1", "0", "9" * 20, "9" * 5000, "1.0", "", None, "１"]:
+        assert widgets.parse_run_id(bad) is None, bad
+    ids, bad = widgets.parse_run_ids(",".join(map(str, range(1, 1000))))
+    assert len(ids) == widgets.MAX_LINKED_RUNS and not bad
+
+
+# --------------------------------------------------------------------------- bundles
+
+
+@pytest.fixture(scope="module")
+def good_bundle(tmp_path_factory) -> dict:
+    source = open_database(f"sqlite:///{tmp_path_factory.mktemp('src') / 'src.db'}")
+    run_id = queue.enqueue_run(source, spec("mlp"), tags=["a"], note="n")
+    queue.claim_run(source, run_id, "w")
+    for r in mlp_results():
+        results.save_variant_result(source, run_id, r)
+    queue.finish_run(source, run_id, "done", environment={"gpu": "H200", "torch": "2"})
+    exported = bundle_mod.export_bundle(source, [run_id])
+    source.dispose()
+    return json.loads(json.dumps(exported))
+
+
+def _text(b: dict) -> bytes:
+    return json.dumps(b).encode()
+
+
+def _set(path: str, value):
+    """A mutation: set ``runs[0]....`` (dotted, list indices as numbers) to ``value``."""
+    def mutate(b: dict) -> bytes:
+        b = copy.deepcopy(b)
+        *parents, last = path.split(".")
+        node = b
+        for p in parents:
+            node = node[int(p)] if p.isdigit() else node[p]
+        node[int(last) if last.isdigit() else last] = value
+        return _text(b)
+    return mutate
+
+
+def _raw(text: bytes):
+    return lambda _b: text
+
+
+BUNDLE_CASES = {
+    "deep-nesting": (_raw(b"[" * 100_000 + b"]" * 100_000), "nested too deeply"),
+    "deep-nesting-in-environment": (_set("runs.0.environment",
+                                         json.loads('{"a":' * 60 + "1" + "}" * 60)),
+                                    "nested deeper"),
+    "5000-digit-int": (_raw(b'{"format": "compilelab-bundle", "version": ' + b"9" * 5000
+                            + b', "runs": []}'), "not valid JSON"),
+    "4000-digit-int": (_raw(b'{"format": "compilelab-bundle", "version": 2, "runs": [], '
+                            b'"exported_at": null, "x": ' + b"9" * 4000 + b"}"), "unknown keys"),
+    "huge-int-in-series": (_set("runs.0.variants.0.samples_ms", [10**30]), "out of range"),
+    "lone-surrogate-note": (_set("runs.0.note", "\ud800"), "lone surrogate"),
+    "lone-surrogate-tag": (_set("runs.0.tags", ["\udfff"]), "lone surrogate"),
+    "nan-literal": (_raw(b'{"format": "compilelab-bundle", "version": 2, "runs": [NaN]}'),
+                    "not valid JSON"),
+    "infinity-literal": (_raw(b'{"format": "compilelab-bundle", "version": 2, '
+                              b'"runs": [Infinity]}'), "not valid JSON"),
+    "overflowing-float": (lambda b: _text(b).replace(b'"setup_s": 1.2', b'"setup_s": 1e400', 1),
+                          "not a finite number"),
+    "negative-sample": (_set("runs.0.variants.1.samples_ms", [0.1, -0.2]), "negative"),
+    "negative-setup": (_set("runs.0.variants.0.setup_s", -1.0), "negative"),
+    "negative-median": (_set("runs.0.variants.0.stats.median_ms", -0.5), "negative"),
+    "note-20001": (_set("runs.0.note", "n" * 20_001), "limit is 20000"),
+    "unknown-top-key": (_set("surprise", 1), "unknown keys"),
+    "unknown-run-key": (_set("runs.0.surprise", 1), "unknown keys"),
+    "unknown-variant-key": (_set("runs.0.variants.0.surprise", 1), "unknown keys"),
+    "markdown-variant-name": (_set("runs.0.variants.0.variant", IMAGE), "not a variant name"),
+    "nul-in-model": (_set("runs.0.model", "m\x00"), "NUL"),
+    "running-status": (_set("runs.0.status", "running"), "only finished runs"),
+    "naive-timestamp": (_set("runs.0.created_at", "2026-01-01T00:00:00"), "time zone"),
+    "tags-not-list": (_set("runs.0.tags", "a,b"), "expected a list"),
+    "list-not-object": (_raw(b"[1, 2, 3]"), "expected an object"),
+    "wrong-format": (_set("format", "zip"), "expected 'compilelab-bundle'"),
+    "future-version": (_set("version", 99), "not supported"),
+    "invalid-utf8": (_raw(b'{"format": "\xff\xfe"}'), "not valid JSON"),
+    "empty-file": (_raw(b""), "not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("case", list(BUNDLE_CASES))
+def test_bad_bundle_is_refused_with_its_reason(db, good_bundle, case):
+    mutate, message = BUNDLE_CASES[case]
+    with pytest.raises(bundle_mod.BundleError, match=message):
+        bundle_mod.import_bundle(db, mutate(good_bundle))
+    assert queries.list_runs(db).empty
+
+
+@pytest.mark.parametrize("limit,value,message", [
+    ("MAX_RUNS", 0, "runs; the limit is 0"),
+    ("MAX_SERIES_LENGTH", 5, "the limit is 5"),
+    ("MAX_TOTAL_NUMBERS", 50, "more than 50 samples"),
+    ("MAX_BUNDLE_BYTES", 100, "the limit is 100"),
+])
+def test_bundle_over_a_limit_is_refused(db, good_bundle, monkeypatch, limit, value, message):
+    monkeypatch.setattr(bundle_mod, limit, value)
+    with pytest.raises(bundle_mod.BundleError, match=message):
+        bundle_mod.import_bundle(db, _text(good_bundle))
+    assert queries.list_runs(db).empty
+
+
+def _upload(at, content: bytes, name: str = "b.json"):
+    at.file_uploader(key="runs-import-file").set_value((name, content, "application/json"))
+    at.run()
+    button(at, "Import bundle").click().run()
+    no_exceptions(at)
+    return at
+
+
+@pytest.mark.parametrize("case", ["deep-nesting", "5000-digit-int", "lone-surrogate-note",
+                                  "negative-sample", "note-20001", "unknown-run-key",
+                                  "invalid-utf8", "markdown-variant-name"])
+def test_bad_bundle_upload_on_the_runs_page(db, good_bundle, case):
+    mutate, _message = BUNDLE_CASES[case]
+    at = _upload(app("runs"), mutate(good_bundle))
+    errors = texts(at.error)
+    assert "Nothing was imported" in errors and len(at.error) == 1, errors
+    assert queries.list_runs(db).empty
+
+
+def test_bundle_upload_over_the_size_limit(db, good_bundle, monkeypatch):
+    monkeypatch.setattr(bundle_mod, "MAX_BUNDLE_BYTES", 1000)
+    at = _upload(app("runs"), _text(good_bundle))
+    assert "a bundle may be at most 1,000 bytes" in texts(at.error)
+    assert queries.list_runs(db).empty
+
+
+def test_same_bundle_uploaded_twice_is_imported_once(db, good_bundle):
+    at = _upload(app("runs"), _text(good_bundle))
+    assert "Imported 1 run(s)" in texts(at.success)
+    at = _upload(app("runs"), _text(good_bundle))
+    assert "already in this database" in texts(at.info)
+    assert len(queries.list_runs(db)) == 1
+
+
+# --------------------------------------------------------------------------- user text shown
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=["image", "script", "formula"])
+@pytest.mark.parametrize("page", ["compare", "runs", "sweep"])
+def test_user_text_is_shown_as_text(db, text, page):
+    rid = _seed(db, text)
+    at = app(page, runs=str(rid)) if page != "runs" else app("runs")
+    no_exceptions(at)
+    rendered = _markdown_texts(at)
+    # the raw string never reaches a Markdown element: only its escaped form does
+    assert text not in rendered
+    if page == "compare":
+        assert safe.md(text) in rendered
+        assert text in texts(at.text) + texts(at.code)  # note and stderr: plain text
+    for frame in at.dataframe:
+        cells = [str(c) for c in frame.value.to_numpy().ravel()]
+        assert not any(c.startswith(("=", "+", "@")) for c in cells), page
+
+
+def test_notes_editor_keeps_hostile_text_as_typed(db):
+    rid = _seed(db, IMAGE)
+    at = app("compare", runs=str(rid))
+    at.text_area(key=f"note-{rid}").set_value(SCRIPT + FORMULA)
+    at.text_input(key=f"tags-{rid}").set_value("reviewed")
+    button(at, "Save note and tags").click().run()
+    no_exceptions(at)
+    assert queries.list_runs(db)["note"].iloc[0] == SCRIPT + FORMULA
+    # whichever tag rule applies (dashboard/spec.py), a hostile tag gets a message, no crash
+    at.text_input(key=f"tags-{rid}").set_value(IMAGE)
+    button(at, "Save note and tags").click().run()
+    no_exceptions(at)
+    assert at.error or at.success
+
+
+def test_notes_editor_refuses_a_note_over_the_limit_with_a_message(db):
+    rid = _seed(db)
+    at = app("compare", runs=str(rid))
+    assert at.text_area(key=f"note-{rid}").max_chars == results.MAX_NOTE_CHARS
+
+
+# --------------------------------------------------------------------------- exports
+
+
+@pytest.mark.parametrize("cell", ["=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx", FORMULA])
+def test_csv_export_neutralises_formula_cells(cell):
+    df = pd.DataFrame({"model": [cell], "n": [-1], "ok": ["plain"]})
+    out = pd.read_csv(pd.io.common.StringIO(safe.csv(df)), keep_default_na=False)
+    assert out["model"].iloc[0] == "'" + cell
+    assert out["n"].iloc[0] == -1  # numbers stay numbers
+    assert out["ok"].iloc[0] == "plain"
+
+
+def test_variants_csv_of_a_hostile_run(db):
+    rid = _seed(db, FORMULA)
+    d = queries.load_runs(db, [rid])
+    text = safe.csv(tables.variants_table(d["variants"], d["runs"]))
+    assert "\n=" not in text and ",=" not in text and "'=cmd" in text
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=["image", "script", "formula"])
+def test_html_report_escapes_user_text(db, text):
+    rid = _seed(db, text)
+    d = queries.load_runs(db, [rid])
+    page = report.build_report(d["runs"], d["variants"], [], [verdict_for_run(d["variants"], rid)],
+                               graph_breaks=d["graph_breaks"], recompiles=d["recompiles"])
+    assert "<script>alert(1)</script>" not in page
+    if text == SCRIPT:
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<img" not in page
+
+
+def test_variant_name_written_straight_into_the_database(db):
+    """Bundles refuse such names, but anyone who can write the database can save one."""
+    name = "<a href='http://evil/'>x</a>" + IMAGE
+    run_id = queue.enqueue_run(db, spec("mlp", variants=["eager", "default"]))
+    queue.claim_run(db, run_id, "w")
+    eager, default = mlp_results()[:2]
+    results.save_variant_result(db, run_id, eager)
+    results.save_variant_result(db, run_id, {**default, "variant": name})
+    queue.finish_run(db, run_id, "done")
+    at = app("compare", runs=str(run_id))
+    no_exceptions(at)
+    rendered = _markdown_texts(at)
+    assert IMAGE not in rendered and "<a href" not in rendered
+    for chart in at.get("plotly_chart"):
+        assert "<a href" not in chart.proto.spec
