@@ -7,19 +7,18 @@ The RunSpec shape is the one in docs/CONTRACTS.md.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.catalogue import DimChoice, ModelChoice
+from storage.text import TextError, normalize_tags
 
 COMPILE_VARIANTS = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 CUDAGRAPH_VARIANTS = ("reduce-overhead", "max-autotune")
 BACKENDS = ("inductor", "aot_eager", "eager")
 DYNAMIC_CHOICES = {"auto (None)": None, "True (dynamic shapes)": True, "False (static)": False}
 MAX_SWEEP_VALUES = 32
-_TAG_RE = re.compile(r"^[\w.+\-:/ ]{1,64}$")
 
 
 @dataclass
@@ -62,13 +61,14 @@ class Validation:
 
 
 def parse_tags(text: str) -> tuple[list[str], str | None]:
-    """Comma-separated tags, trimmed and de-duplicated (order kept)."""
-    tags = list(dict.fromkeys(t.strip() for t in (text or "").split(",") if t.strip()))
-    bad = [t for t in tags if not _TAG_RE.match(t)]
-    if bad:
-        return tags, (f"Tag {bad[0]!r} is not allowed: up to 64 letters, digits, spaces "
-                      "or . + - : / _")
-    return tags, None
+    """Comma-separated tags, trimmed and de-duplicated (order kept), checked by the one rule for
+    user text (``storage.text``) that the CLI and bundles use too: ``<`` or ``=`` are allowed
+    (and escaped where shown), control characters and over-long tags are not."""
+    parts = [t for t in (text or "").split(",") if t.strip()]
+    try:
+        return normalize_tags(parts), None
+    except (TextError, TypeError) as e:
+        return list(dict.fromkeys(t.strip() for t in parts)), f"Tags: {e}"
 
 
 def _in_range(value: float, dim: DimChoice) -> bool:

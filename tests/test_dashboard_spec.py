@@ -69,7 +69,10 @@ def test_sweep_values_validated_against_range():
 
 def test_tags():
     assert parse_tags("a, b, a") == (["a", "b"], None)
-    assert parse_tags("ok, <bad>")[1]
+    # One rule with the CLI and bundles: "<" and "=" are text, escaped where shown.
+    assert parse_tags("ok, <b>=1") == (["ok", "<b>=1"], None)
+    assert parse_tags("ok, tab\there")[1]
+    assert parse_tags("x" * 101)[1]
 
 
 @dataclass(frozen=True)
