@@ -176,7 +176,7 @@ def delete_runs(run_ids: Sequence[int]) -> int:
 
 
 def max_note_chars() -> int:
-    from storage.results import MAX_NOTE_CHARS
+    from storage.text import MAX_NOTE_CHARS
 
     return MAX_NOTE_CHARS
 

@@ -139,6 +139,9 @@ FIGURES: tuple[Figure, ...] = (
     _r("cudagraph_skips", "json"),
     _r("host_other_busy_cores", "float", "other busy cores",
        "cores other processes kept busy while timing (max over processes)", column=False),
+    _r("time_s", "json", None, "where the variant's wall time went, seconds summed over its "
+       "processes: process start, imports, setup, compile, warm-up, measure, profile, exit",
+       column=False),
     _r("processes", "json", None, "per measuring process: phase, block, samples, host load, "
        "start/end (unix s)", column=False),
     # ---- derived by engine/stats.py (the stats block)

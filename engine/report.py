@@ -126,9 +126,36 @@ def format_run(db: Any, run_id: int) -> str:
             for rc in r.get("recompiles") or []:
                 at = f" at {rc['dim_value']:g}" if not _blank(rc.get("dim_value")) else ""
                 lines.append(f"  recompile [{r['variant']}]{at}: {rc['reason']}")
+        lines.append(where_time_went(run))
         lines.append("Verdict:")
         lines += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]
     return "\n".join(lines)
+
+
+TIME_ORDER = ("process start", "imports", "setup", "compile", "warm-up", "measure", "profile",
+              "exit")
+
+
+def where_time_went(run: dict[str, Any]) -> str:
+    """One line: the run's wall time split by phase over all its processes, the rest being the
+    parent's own work and waiting (database, scheduling)."""
+    from datetime import datetime
+
+    total: dict[str, float] = {}
+    for r in run["variants"]:
+        for name, sec in (r.get("time_s") or {}).items():
+            total[name] = total.get(name, 0.0) + float(sec)
+    if not total:
+        return "  where the time went: not recorded for this run"
+    parts = [f"{name} {total[name]:.1f} s" for name in TIME_ORDER if name in total]
+    parts += [f"{name} {sec:.1f} s" for name, sec in total.items() if name not in TIME_ORDER]
+    wall = None
+    if run.get("started_at") and run.get("finished_at"):
+        wall = (datetime.fromisoformat(run["finished_at"])
+                - datetime.fromisoformat(run["started_at"])).total_seconds()
+        parts.append(f"other (parent, database, waiting) {max(wall - sum(total.values()), 0):.1f} s")
+    head = f"  where the time went ({wall:.1f} s wall): " if wall else "  where the time went: "
+    return head + ", ".join(parts)
 
 
 def _short_commit(commit: str | None) -> str:

@@ -102,6 +102,7 @@ def run_child(
     )
     timeout = float(spec.get("timeout_s", 1800))
     with open(stderr_path, "wb") as err, open(workdir / f"{tag}.stdout", "wb") as out:
+        spawned_at = time.time()
         proc = subprocess.Popen(
             [sys.executable, "-m", "engine.child", str(spec_path), str(out_path)],
             cwd=PROJECT_ROOT, env=env, stdout=out, stderr=err, start_new_session=True,
@@ -131,6 +132,11 @@ def run_child(
         except BaseException:  # Ctrl-C, or a signal handler raising: never leave the child
             _kill_group(proc)
             raise
+        if not ended:  # the child exited; whatever it started (compile workers) goes with it
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
     base: dict[str, Any] = {"variant": variant, "status": "failed", "stderr_tail": _tail(stderr_path)}
     if ended == "cancelled":
         return {**base, "status": "cancelled", "failure_kind": "cancelled",
@@ -140,6 +146,7 @@ def run_child(
                 "error": f"timed out after {timeout:g} s ({phase} phase) and was killed"}
     if out_path.exists():
         result = json.loads(out_path.read_text())
+        result.update(process_spawned_at=spawned_at, process_ended_at=time.time())
         if result.get("status") != "ok" and not result.get("stderr_tail"):
             result["stderr_tail"] = base["stderr_tail"]
         return result
@@ -181,7 +188,8 @@ def _merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
     which carries the warm-up curve, compile, memory, profiler and graph-break figures)."""
     proc = dict(child["processes"][0])
     proc.update(first_call_s=child.get("first_call_warm_s"), phases=child.get("phases"),
-                started_at=child.get("process_started_at"))
+                started_at=child.get("process_started_at"),
+                spawned_at=child.get("process_spawned_at"), ended_at=child.get("process_ended_at"))
     base["processes"].append(proc)
     for key in ("samples_ms", "pipelined_ms", "eager_samples_ms", "eager_pipelined_ms"):
         base[key] = list(base.get(key) or []) + list(proc[key])
@@ -198,11 +206,37 @@ def _first_process(result: dict[str, Any]) -> None:
     """The cold process's own entry in ``processes``: when it ran and its phases."""
     for proc in result.get("processes") or []:
         proc.update(first_call_s=result.get("first_call_cold_s"), phases=result.pop("phases", None),
-                    started_at=result.pop("process_started_at", None))
+                    started_at=result.pop("process_started_at", None),
+                    spawned_at=result.pop("process_spawned_at", None),
+                    ended_at=result.pop("process_ended_at", None))
+
+
+def time_breakdown(processes: list[dict[str, Any]]) -> dict[str, float]:
+    """Where a variant's wall time went, summed over its processes (seconds): "process start"
+    (spawn to the interpreter running our code), then the child's own phases (imports, setup,
+    compile, warm-up, measure, profile), and "exit" (last phase to the process being reaped)."""
+    out: dict[str, float] = {}
+
+    def add(name: str, seconds: float | None) -> None:
+        if seconds is not None and seconds >= 0:
+            out[name] = out.get(name, 0.0) + seconds
+
+    for p in processes:
+        phases = [ph for ph in p.get("phases") or [] if isinstance(ph, dict)]
+        if p.get("spawned_at") and p.get("started_at"):
+            add("process start", p["started_at"] - p["spawned_at"])
+        for ph in phases:
+            add(str(ph.get("name")), float(ph["end"]) - float(ph["start"]))
+        if phases and p.get("ended_at"):
+            add("exit", p["ended_at"] - max(float(ph["end"]) for ph in phases))
+    return {k: round(v, 3) for k, v in out.items()}
 
 
 def _with_stats(result: dict[str, Any], eager_first_ms: float | None) -> dict[str, Any]:
-    return stats.add_stats(copy.deepcopy(result), eager_first_call_ms=eager_first_ms)
+    out = stats.add_stats(copy.deepcopy(result), eager_first_call_ms=eager_first_ms)
+    if out.get("processes"):
+        out["time_s"] = time_breakdown(out["processes"])
+    return out
 
 
 def run_variants(

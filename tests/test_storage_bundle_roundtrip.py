@@ -21,7 +21,8 @@ import pytest
 from storage import export_bundle, import_bundle_result, open_database
 from storage.queries import load_runs
 from storage.queue import claim_run, enqueue_run, finish_run
-from storage.results import MAX_NOTE_CHARS, MAX_TAGS, save_variant_result, set_note, set_tags
+from storage.results import save_variant_result, set_note, set_tags
+from storage.text import MAX_NOTE_CHARS, MAX_TAGS
 from tests.test_storage_support import run_spec
 
 HOSTILE = ["![x](http://evil/)", "<script>alert(1)</script>", "=cmd|' /C calc'!A0", "+1", "-2",
