@@ -9,6 +9,7 @@ tail; the other variants go on.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import ctypes
 import json
@@ -133,10 +134,8 @@ def run_child(
             _kill_group(proc)
             raise
         if not ended:  # the child exited; whatever it started (compile workers) goes with it
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
     base: dict[str, Any] = {"variant": variant, "status": "failed", "stderr_tail": _tail(stderr_path)}
     if ended == "cancelled":
         return {**base, "status": "cancelled", "failure_kind": "cancelled",

@@ -29,6 +29,7 @@ from dashboard.verdict import verdict_for_run
 from storage import bundle as bundle_mod
 from storage import queries, queue, results
 from storage.db import open_database
+from storage.text import MAX_NOTE_CHARS
 
 IMAGE = "![x](http://evil/)"
 SCRIPT = "<script>alert(1)</script>"
@@ -293,7 +294,7 @@ def test_notes_editor_keeps_hostile_text_as_typed(db):
 def test_notes_editor_refuses_a_note_over_the_limit_with_a_message(db):
     rid = _seed(db)
     at = app("compare", runs=str(rid))
-    assert at.text_area(key=f"note-{rid}").max_chars == results.MAX_NOTE_CHARS
+    assert at.text_area(key=f"note-{rid}").max_chars == MAX_NOTE_CHARS
 
 
 # --------------------------------------------------------------------------- exports

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import unicodedata
 from typing import Any
 
 import pytest
@@ -37,6 +38,13 @@ def _text(rng: random.Random, limit: int) -> str:
                                       rng.randint(0x10000, 0x1FFFF)])) for _ in range(8))
              for _ in range(rng.randint(1, 6))]
     return "".join(parts)[:limit]
+
+
+def _tag(rng: random.Random) -> str:
+    """A tag the one text rule accepts (storage.text: one visible line): hostile text minus
+    control and format characters, which the rule refuses everywhere."""
+    text = "".join(c for c in _text(rng, 100) if unicodedata.category(c) not in ("Cc", "Cf"))
+    return text.strip() or "t"
 
 
 def _series(rng: random.Random) -> list[float] | None:
@@ -104,7 +112,7 @@ def _seed_runs(db, rng: random.Random) -> list[int]:
         note_len = rng.choice([0, 10, MAX_NOTE_CHARS])
         set_note(db, run_id, (_text(rng, 200) * 200)[:note_len].ljust(note_len, "n"))
         set_tags(db, run_id, list(dict.fromkeys(
-            _text(rng, 100).strip() or "t" for _ in range(rng.randint(0, MAX_TAGS)))))
+            _tag(rng) for _ in range(rng.randint(0, MAX_TAGS)))))
         ids.append(run_id)
     return ids
 
