@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine import stats
+from engine import forked, stats
 from engine.environment import PROJECT_ROOT
 
 ProgressFn = Callable[[str, str, float], None]  # (variant, phase, overall fraction 0..1)
@@ -101,14 +101,27 @@ def run_child(
         PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")])),
         PYTHONUNBUFFERED="1",
     )
+    if phase == "warm_cache":
+        # No compile-worker pool in the further processes: with a warm cache there is nothing
+        # to compile in parallel, and the pool's start-up (a process per core, each importing
+        # torch) had to finish before timing could begin: 9-10 s of every such process on the
+        # H200 host, measuring nothing. The cold process keeps the default pool: its compile
+        # time is what a user's first run pays.
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
     timeout = float(spec.get("timeout_s", 1800))
-    with open(stderr_path, "wb") as err, open(workdir / f"{tag}.stdout", "wb") as out:
+    stdout_path = workdir / f"{tag}.stdout"
+    with open(stderr_path, "wb") as err, open(stdout_path, "wb") as out:
         spawned_at = time.time()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.child", str(spec_path), str(out_path)],
-            cwd=PROJECT_ROOT, env=env, stdout=out, stderr=err, start_new_session=True,
-            preexec_fn=_die_with_parent(),
-        )
+        proc: Any
+        if forked.enabled():  # a fork of the preloaded server (engine/forked.py)
+            proc = forked.ForkedChild([str(spec_path), str(out_path)], env, str(stdout_path),
+                                      str(stderr_path), variant)
+        else:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "engine.child", str(spec_path), str(out_path)],
+                cwd=PROJECT_ROOT, env=env, stdout=out, stderr=err, start_new_session=True,
+                preexec_fn=_die_with_parent(),
+            )
         t0 = time.monotonic()
         ended: str | None = None
         try:

@@ -16,6 +16,7 @@ import pytest
 from conftest import FIXTURES, ROOT, run_cli
 from sqlalchemy.exc import OperationalError
 
+from engine import forked
 from engine.runner import run_variants
 from engine.spec import normalise
 from engine.worker import Worker
@@ -47,7 +48,8 @@ def _status(url: str, run_id: int) -> tuple[str, str | None]:
 def _children(pid: int) -> list[psutil.Process]:
     try:
         return [p for p in psutil.Process(pid).children(recursive=True)
-                if "engine.child" in " ".join(p.cmdline())]
+                if "engine.child" in " ".join(p.cmdline())
+                or p.name().startswith(forked.NAME_PREFIX)]
     except psutil.Error:
         return []
 
@@ -190,8 +192,11 @@ class Outage:
 
 def test_worker_rides_out_a_database_outage_and_writes_results_afterwards(tmp_path, caplog):
     db = open_database(f"sqlite:///{tmp_path / 'q.db'}")
+    # The child measures for 3 s, so that its progress is seen and the outage meets it running
+    # (a forked child of this size is otherwise done within one poll of the runner).
     first = queue.enqueue_run(db, normalise({"model": "mlp", "variants": ["eager"],
-                                             "dims": {"batch": 2, "hidden": 8}, **TINY}))
+                                             "dims": {"batch": 2, "hidden": 8},
+                                             **TINY, "min_time_s": 3.0, "max_time_s": 3.5}))
     outage = Outage(db)
     worker = Worker(db, queue.worker_identity(), poll_s=0.05, retry_cap_s=0.4)
     seen: list[str] = []

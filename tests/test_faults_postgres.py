@@ -36,6 +36,7 @@ import pytest
 from conftest import ROOT, run_cli
 from sqlalchemy import select
 
+from engine import forked
 from storage.db import Database, create_db_engine, resolve_url
 from storage.models import Run
 from storage.records import load_run
@@ -175,7 +176,8 @@ class Worker:
         out = []
         for kid in kids:
             with contextlib.suppress(psutil.Error):
-                if "engine.child" in kid.cmdline() and kid.status() != psutil.STATUS_ZOMBIE:
+                if (("engine.child" in kid.cmdline() or kid.name().startswith(forked.NAME_PREFIX))
+                        and kid.status() != psutil.STATUS_ZOMBIE):
                     out.append(kid)
         return out
 

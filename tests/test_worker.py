@@ -30,6 +30,7 @@ import pytest
 from conftest import FIXTURES, ROOT, run_cli
 from sqlalchemy import select
 
+from engine import forked
 from engine.spec import normalise
 from storage import open_database, queries, queue
 from storage.models import Run
@@ -110,7 +111,7 @@ class WorkerProc:
         out = []
         for kid in kids:
             try:
-                if "engine.child" in kid.cmdline():
+                if "engine.child" in kid.cmdline() or kid.name().startswith(forked.NAME_PREFIX):
                     out.append(kid)
             except psutil.Error:
                 pass
@@ -119,7 +120,8 @@ class WorkerProc:
     def child_running(self, variant: str) -> psutil.Process | None:
         for kid in self.children():
             try:
-                if any(f"{variant}-cold-0.spec.json" in a for a in kid.cmdline()):
+                if (kid.name() == forked.process_name(variant)
+                        or any(f"{variant}-cold-0.spec.json" in a for a in kid.cmdline())):
                     return kid
             except psutil.Error:
                 pass

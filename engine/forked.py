@@ -1,0 +1,135 @@
+"""Measuring children forked from a preloaded process server instead of started cold.
+
+Every measuring child used to be a fresh ``python -m engine.child``: about 3.5 s of each
+process on the H200 host went to importing torch before anything was measured, eleven times in a
+BERT run.  ``multiprocessing``'s fork server imports ``engine.child`` (and so torch) once; each
+child is then a fork of that process.  What the fork gets is exactly what the issue allows a
+preloaded process to hold: torch imported, **CUDA not initialised** (the server never touches
+the device, so each child creates its own context) and **the compiler not imported**
+(``torch._dynamo``/``torch._inductor`` load in the child, inside its setup and first call, as in
+a user's fresh process; ``preloaded_ok`` checks it).
+
+A forked child behaves like the old one: its own session and process group (``os.setsid``),
+killed with its parent (``PR_SET_PDEATHSIG``; its parent is the server, which exits when the
+runner dies), its own environment (the runner's, with the cache directory set), stdout and
+stderr in files, one JSON result file.  ``COMPILELAB_FORKSERVER=0`` turns it off (the child is
+then started with ``python -m engine.child``, as before).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PR_SET_NAME = 15
+NAME_PREFIX = "cl:"
+"""A forked child's process name is ``cl:<variant>`` (15 bytes at most): its command line is
+the server's, so this is how ``ps``, ``top`` and the tests tell the measuring children apart."""
+_CONTEXT: Any = None
+
+
+def enabled() -> bool:
+    return (sys.platform.startswith("linux")
+            and os.environ.get("COMPILELAB_FORKSERVER", "1").strip() not in ("0", "false", "no"))
+
+
+def context() -> Any:
+    """The fork-server context, its server preloading ``engine.child`` (started on first use)."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["engine.child"])
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+def preloaded_ok() -> bool:
+    """In the server (and so in a fresh fork): torch imported, compiler and CUDA not."""
+    import torch
+
+    return ("torch._dynamo" not in sys.modules and "torch._inductor" not in sys.modules
+            and not torch.cuda.is_initialized())
+
+
+def process_name(variant: str) -> str:
+    return (NAME_PREFIX + variant)[:15]
+
+
+def _probe() -> None:
+    os._exit(0 if preloaded_ok() else 3)
+
+
+def fork_is_clean() -> bool:
+    """Fork one child from the server and check ``preloaded_ok`` there."""
+    proc = context().Process(target=_probe)
+    proc.start()
+    proc.join(120)
+    return proc.exitcode == 0
+
+
+def _child_main(argv: list[str], env: dict[str, str], stdout: str, stderr: str,
+                name: str) -> None:
+    """Runs in the fork: become a process like the old child, then measure (never returns)."""
+    t0 = time.perf_counter()
+    os.setsid()  # own process group: the runner can end it with everything it started
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+    os.environ.clear()
+    os.environ.update(env)
+    for fd, path in ((1, stdout), (2, stderr)):
+        f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(f, fd)
+        os.close(f)
+    from engine import child
+
+    # Setup time counts from this process's start; its imports were done by the server.
+    child._T0 = child._T_IMPORTED = t0
+    try:
+        code = child.main(argv)
+    except SystemExit as e:  # sys.exit in model code: the same exit code as a started child
+        code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
+    except BaseException:  # anything else: no result file, like before
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 1)
+
+
+class ForkedChild:
+    """A forked measuring child with the part of ``subprocess.Popen``'s interface the runner
+    uses: ``pid``, ``poll()``, ``wait(timeout)``, ``returncode`` (negative: killed by a signal)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], stdout: str, stderr: str,
+                 variant: str) -> None:
+        self._proc = context().Process(
+            target=_child_main, args=(argv, env, stdout, stderr, process_name(variant)),
+            daemon=False)
+        self._proc.start()
+        self.pid = self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.exitcode
+
+    def poll(self) -> int | None:
+        return self._proc.exitcode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import subprocess
+
+        self._proc.join(timeout)
+        if self._proc.exitcode is None:
+            raise subprocess.TimeoutExpired("engine.child (forked)", timeout or 0)
+        return self._proc.exitcode
