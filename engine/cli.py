@@ -158,11 +158,11 @@ class ProgressLine:
         if self.tty:
             filled = int(30 * fraction)
             sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:5.1%} "
-                             f"{variant:>26s}: {phase:<20s}")
+                             f"{variant:>26s}: {phase:<40s}")
             sys.stderr.flush()
-        elif (variant, phase) != self.last:
+        elif (variant, phase.split(" · ")[0]) != self.last:  # a log line per phase, not per ETA
             print(f"  {fraction:5.1%}  {variant}: {phase}", file=sys.stderr, flush=True)
-        self.last = (variant, phase)
+        self.last = (variant, phase.split(" · ")[0])
 
     def close(self) -> None:
         if self.tty:

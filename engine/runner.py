@@ -26,6 +26,7 @@ from typing import Any
 
 from engine import forked, stats
 from engine.environment import PROJECT_ROOT
+from engine.eta import Eta, describe
 
 ProgressFn = Callable[[str, str, float], None]  # (variant, phase, overall fraction 0..1)
 CancelFn = Callable[[], bool]
@@ -278,21 +279,31 @@ def run_variants(
     results: dict[str, dict[str, Any]] = {}
     eager_first_ms: float | None = None
     slots = {"done": 0, "planned": int("eager" in variants) + k_min * len(compiled)}
+    eta = Eta(eager=int("eager" in variants), cold=len(compiled),
+              warm=(k_min - 1) * len(compiled))
 
-    def progress_for(variant: str) -> Callable[[str, float], None]:
+    def progress_for(variant: str, kind: str) -> Callable[[str, float], None]:
+        eta.start(kind)
+
         def report(phase: str, frac: float) -> None:
-            on_progress(variant, phase, min((slots["done"] + frac) / slots["planned"], 1.0))
+            # By time once an estimate exists (processes differ tenfold in length: a slot count
+            # read "92 %" and then sat through a cold compile), by processes before that.
+            by_time = eta.fraction()
+            overall = by_time if by_time is not None else (slots["done"] + frac) / slots["planned"]
+            left = describe(eta.seconds_left())
+            on_progress(variant, f"{phase} · {left}" if left else phase, min(overall, 1.0))
         return report
 
     def finish_slot() -> None:
         slots["done"] += 1
+        eta.finish()
 
     with tempfile.TemporaryDirectory(prefix="compilelab-") as tmp:
         root = Path(tmp)
         if "eager" in variants and not should_cancel():
             cache = root / "cache-eager"
             cache.mkdir()
-            result = run_child(spec, "eager", "cold", cache, root, on_progress=progress_for("eager"),
+            result = run_child(spec, "eager", "cold", cache, root, on_progress=progress_for("eager", "eager"),
                                should_cancel=should_cancel)
             finish_slot()
             _first_process(result)
@@ -318,7 +329,8 @@ def run_variants(
                 cache.mkdir(exist_ok=True)
                 phase = "cold" if index == 0 else "warm_cache"
                 child = run_child(spec, variant, phase, cache, root, index=index,
-                                  on_progress=progress_for(variant), should_cancel=should_cancel)
+                                  on_progress=progress_for(variant, "cold" if index == 0 else "warm"),
+                                  should_cancel=should_cancel)
                 finish_slot()
                 if index == 0:
                     _first_process(child)
@@ -355,6 +367,8 @@ def run_variants(
                     results[variant]["stop_reason"] = reason
                     active.remove(variant)
             slots["planned"] = slots["done"] + len(active)
+            eta.set_left("cold", 0)
+            eta.set_left("warm", max(k_min - index, 1) * len(active) if active else 0)
 
     final = [_with_stats(results[v], eager_first_ms) for v in variants if v in results]
     for result in final:
