@@ -174,7 +174,7 @@ def empty_figure(title: str, message: str, x_title: str = "", y_title: str = "")
 
 
 WARMUP_COST_TITLE = "Warm-up cost: first call per variant (s)"
-WARMUP_COST_SUB = "cold: empty inductor cache · warm: a second process reusing the cache dir"
+WARMUP_COST_SUB = "cold: empty inductor cache · warm: the further processes reusing that cache"
 
 
 def warmup_cost(variants: pd.DataFrame) -> go.Figure:
@@ -314,8 +314,7 @@ def latency_distribution(samples: pd.DataFrame, log_y: bool = False) -> go.Figur
 
 
 SPEEDUP_TITLE = "Speedup over eager per variant (×, 95% CI)"
-SPEEDUP_SUB = ("eager ÷ variant per-call median, paired rounds · interval over measuring "
-               "processes (hierarchical bootstrap) · ○ one process · green: faster, red: slower")
+SPEEDUP_SUB = "paired eager ÷ variant per call · CI over processes · ○ one process"
 
 
 def speedup(variants: pd.DataFrame) -> go.Figure:
@@ -544,7 +543,8 @@ def device_busy(variants: pd.DataFrame) -> go.Figure:
     """
     x_title, y_title = "variant", "time per call (ms)"
     df = _ok(variants)
-    busy, wall = _col(df, "device_busy_ms_per_call"), _col(df, "wall_ms_per_call")
+    # wall: the same per-call median every other figure and the verdict use
+    busy, wall = _col(df, "device_busy_ms_per_call"), _col(df, "median_ms")
     if df.empty or busy.isna().all():
         return empty_figure(DEVICE_BUSY_TITLE, "No device busy times: they come from the "
                             "profiler pass on CUDA devices (off, or a CPU run).",

@@ -1,0 +1,106 @@
+"""Time to answer: Compile Lab's full run against the hand-written naive harness, same command.
+
+    python scripts/bench_vs_naive.py --device cuda --modes eager,default,reduce-overhead,max-autotune
+    python scripts/bench_vs_naive.py --device cuda --model bert --modes eager,default,reduce-overhead
+    python scripts/bench_vs_naive.py --device cpu --modes eager,default
+
+Runs ``../shared/bench/naive_harness.py`` (one process per mode, cold then warm cache) and then
+``python -m engine run`` at the shipped defaults on the same model, alternating the order over
+``--repeats``, and prints each wall time, the ratio engine / naive, and the compile-time fidelity
+check: the engine's cold and warm first calls against the harness's ``first_call_s`` of the same
+mode (the issue allows 15 %; the harness takes one compile each, so run ``--repeats 3`` for its
+median of three).  A benchmark script, not a test: it prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NAIVE = ROOT.parent / "shared" / "bench" / "naive_harness.py"
+MODELS = {
+    "mlp": (["--model", "mlp", "--dim", "batch=32", "--dim", "hidden=1024"], ["--batch", "32"]),
+    "bert": (["--model", "bert_base", "--dim", "batch=8", "--dim", "seq=128", "--dtype",
+              "bfloat16"], ["--model", "bert", "--batch", "8", "--seq", "128"]),
+}
+
+
+def naive(args: argparse.Namespace) -> tuple[float, dict[tuple[str, str], float]]:
+    cmd = [sys.executable, str(NAIVE), "--device", args.device, "--modes", args.modes,
+           *MODELS[args.model][1]]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    wall = time.perf_counter() - t0
+    first = {}
+    for line in out.splitlines():
+        m = re.match(r"(\S+)\s+(cold|warm): .*first_call_s=([0-9.e+-]+)", line)
+        if m:
+            first[(m.group(1), m.group(2))] = float(m.group(3))
+    return wall, first
+
+
+def engine(args: argparse.Namespace, db: str) -> tuple[float, dict[tuple[str, str], float]]:
+    cmd = [sys.executable, "-m", "engine", "run", *MODELS[args.model][0], "--device",
+           args.device, "--variants", args.modes, "--db", db, "--json"]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if out.returncode not in (0, 1):
+        raise SystemExit(out.stderr[-3000:])
+    run_id = out.stdout.strip().splitlines()[-1]
+    shown = subprocess.run([sys.executable, "-m", "engine", "show", run_id, "--json", "--db", db],
+                           cwd=ROOT, capture_output=True, text=True, check=True)
+    first = {}
+    for v in json.loads(shown.stdout)["variants"]:
+        first[(v["variant"], "cold")] = v.get("first_call_cold_s")
+        if v.get("first_call_warm_s") is not None:
+            first[(v["variant"], "warm")] = v["first_call_warm_s"]
+    return wall, first
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--model", choices=sorted(MODELS), default="mlp")
+    p.add_argument("--modes", default="eager,default,reduce-overhead,max-autotune")
+    p.add_argument("--repeats", type=int, default=1)
+    args = p.parse_args()
+    walls: dict[str, list[float]] = {"naive": [], "engine": []}
+    firsts: dict[str, dict[tuple[str, str], list[float]]] = {"naive": {}, "engine": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = f"sqlite:///{Path(tmp) / 'bench.db'}"
+        for i in range(args.repeats):
+            order = ("naive", "engine") if i % 2 == 0 else ("engine", "naive")
+            for who in order:
+                wall, first = naive(args) if who == "naive" else engine(args, db)
+                walls[who].append(wall)
+                for key, value in first.items():
+                    if value is not None:
+                        firsts[who].setdefault(key, []).append(value)
+                print(f"{who:6s} run {i + 1}: {wall:7.1f} s", flush=True)
+    n, e = statistics.median(walls["naive"]), statistics.median(walls["engine"])
+    print(f"\nNAIVE_WALL_S={n:.1f} ENGINE_WALL_S={e:.1f} RATIO={e / n:.2f} "
+          f"({args.model}, {args.modes}, {args.device}, median of {args.repeats})")
+    print("\ncompile-time fidelity (first call, s; engine vs median of the harness's):")
+    for key in sorted(firsts["naive"]):
+        if key[0] == "eager":
+            continue
+        ref = statistics.median(firsts["naive"][key])
+        got = firsts["engine"].get(key)
+        if got:
+            ours = statistics.median(got)
+            print(f"  {key[0]:>16s} {key[1]:4s} engine {ours:7.3f}  naive {ref:7.3f}  "
+                  f"{(ours / ref - 1):+6.1%}  {'ok' if abs(ours / ref - 1) <= 0.15 else 'OFF'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
