@@ -9,6 +9,10 @@ the device, so each child creates its own context) and **the compiler not import
 (``torch._dynamo``/``torch._inductor`` load in the child, inside its setup and first call, as in
 a user's fresh process; ``preloaded_ok`` checks it).
 
+``engine.preload`` also imports model libraries that are installed and that do not import the
+compiler (transformers: about 5-8 s of every BERT process's setup on the H200 host, where
+``import transformers`` leaves ``torch._dynamo`` unloaded, as checked there on 2026-12-03).
+
 A forked child behaves like the old one: its own session and process group (``os.setsid``),
 killed with its parent (``PR_SET_PDEATHSIG``; its parent is the server, which exits when the
 runner dies), its own environment (the runner's, with the cache directory set), stdout and
@@ -45,7 +49,7 @@ def context() -> Any:
     global _CONTEXT
     if _CONTEXT is None:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["engine.child"])
+        ctx.set_forkserver_preload(["engine.child", "engine.preload"])
         _CONTEXT = ctx
     return _CONTEXT
 
@@ -72,6 +76,25 @@ def fork_is_clean() -> bool:
     proc.start()
     proc.join(120)
     return proc.exitcode == 0
+
+
+_USABLE: bool | None = None
+
+
+def usable() -> bool:
+    """Enabled, and a fork from this server really starts without the compiler or a CUDA
+    context (checked once per process: a model library that imports dynamo would otherwise
+    take the compiler's import out of every cold compile). Otherwise children start cold."""
+    global _USABLE
+    if _USABLE is None:
+        try:
+            _USABLE = enabled() and fork_is_clean()
+        except Exception:  # no fork server here: the old way
+            _USABLE = False
+        if enabled() and not _USABLE:
+            print("compilelab: the preloaded process server is not clean (compiler or CUDA "
+                  "loaded); starting each measuring child cold instead", file=sys.stderr)
+    return _USABLE
 
 
 def _child_main(argv: list[str], env: dict[str, str], stdout: str, stderr: str,

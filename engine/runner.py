@@ -115,7 +115,7 @@ def run_child(
     with open(stderr_path, "wb") as err, open(stdout_path, "wb") as out:
         spawned_at = time.time()
         proc: Any
-        if forked.enabled():  # a fork of the preloaded server (engine/forked.py)
+        if forked.usable():  # a fork of the preloaded server (engine/forked.py)
             proc = forked.ForkedChild([str(spec_path), str(out_path)], env, str(stdout_path),
                                       str(stderr_path), variant)
         else:

@@ -1,0 +1,30 @@
+"""Imported by the fork server (engine/forked.py) after ``engine.child``: model libraries that
+every BERT or torchvision process would otherwise import again, each only when installed and
+only if importing it leaves the compiler unloaded (a preloaded compiler would hide its import
+from the cold compile time; ``forked.preloaded_ok`` would then fail loudly, so we check first
+and skip instead)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+
+CANDIDATES = ("transformers", "torchvision")
+LOADED: list[str] = []
+
+
+def _compiler_loaded() -> bool:
+    return "torch._dynamo" in sys.modules or "torch._inductor" in sys.modules
+
+
+for _name in CANDIDATES:
+    if _compiler_loaded():
+        break
+    if importlib.util.find_spec(_name) is None:
+        continue
+    try:
+        importlib.import_module(_name)
+    except Exception:  # a broken optional package: the child reports it when it needs it
+        continue
+    LOADED.append(_name)
