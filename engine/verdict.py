@@ -143,7 +143,8 @@ def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
             out.append(f"{r['variant']}: its measuring processes disagree beyond their own "
                        f"noise (speedups {per}); the interval includes that spread. Likely "
                        f"cause: {disagreement_cause(r)}.")
-        elif k == 1:
+        elif k == 1 or (k is None and _v(r, "speedup_ci_low") is not None):
+            # k is None: a result from before Compile Lab measured several processes
             out.append(f"{r['variant']} was measured in one process: its interval covers noise "
                        "inside that process only, not the drift between processes.")
     return out
