@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "data" / "h200_bundle.json"
@@ -323,7 +323,8 @@ def test_new_run_measured_by_the_worker_then_compare_share_export_import(
     done_link = page.get_by_role("link", name=f"Open run #{run_id}")
     while done_link.count() == 0 and time.monotonic() - started < 60:
         for text in progress.all_inner_texts():
-            m = re.search(r"([\w][\w -]*) · (\d+)% of the run", text)
+            # "<variant> · <phase>[ · about N s left] · P% of the run"
+            m = re.search(r"([\w][\w -]*?)(?: · about [^·]+ left)? · (\d+)% of the run", text)
             if m:
                 if m.group(1) != "queued" and not any(p != "queued" for p in seen):
                     _shot(page, shots, "e2e-2-progress")  # the first phase of the worker's

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 from test_dashboard_browser import BUNDLE, CHROMIUM, CHROMIUM_ARGS, _free_port, _settled
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}

@@ -19,6 +19,7 @@ def _run_id(proc) -> int:
     return int(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_tiny_model_eager_and_real_inductor_compile(db_url):
     """One real inductor compile (slow on 2 cores: the compile itself is the point here)."""
     p = run_cli("run", "--model", "mlp", "--dim", "batch=4", "--dim", "hidden=16",
@@ -135,6 +136,7 @@ def test_bad_input_is_refused_clearly_and_nothing_is_stored(db_url, args, messag
     assert queries.list_runs(open_database(db_url)).empty
 
 
+@pytest.mark.slow
 def test_segfault_oom_and_compile_failure_are_failed_results(db_url):
     """The other failures of issue 2: a compiled child killed by SIGSEGV, one that runs out of
     memory while compiling (torch.OutOfMemoryError, as the caching allocator raises it), and a
@@ -161,6 +163,7 @@ def test_segfault_oom_and_compile_failure_are_failed_results(db_url):
             assert in_stderr in v.loc["default", "stderr_tail"]
 
 
+@pytest.mark.slow
 def test_crashing_and_hanging_variants_are_failed_results(db_url):
     """A compiled child that calls os.abort() and one that hangs past its timeout: both stored
     as failed with their reason; eager is stored too and the run completes."""

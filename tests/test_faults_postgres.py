@@ -243,7 +243,9 @@ def progress(db: Database, run_id: int) -> tuple[str, str | None, str | None, fl
     with db.session() as s:
         row = s.execute(select(Run.status, Run.progress_variant, Run.progress_phase,
                                Run.progress_fraction).where(Run.id == run_id)).one()
-    return tuple(row)  # type: ignore[return-value]
+    status, variant, phase, fraction = row
+    # the phase without the engine's "· about N s left" estimate
+    return status, variant, phase.split(" · ")[0] if phase else phase, fraction
 
 
 def statuses(db: Database) -> dict[int, str]:
