@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.catalogue import DimChoice, ModelChoice
+from engine.contract import RunSpec
 from storage.text import TextError, normalize_tags
 
 COMPILE_VARIANTS = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -19,6 +20,9 @@ CUDAGRAPH_VARIANTS = ("reduce-overhead", "max-autotune")
 BACKENDS = ("inductor", "aot_eager", "eager")
 DYNAMIC_CHOICES = {"auto (None)": None, "True (dynamic shapes)": True, "False (static)": False}
 MAX_SWEEP_VALUES = 32
+
+
+_DEFAULTS = RunSpec.defaults()
 
 
 @dataclass
@@ -30,18 +34,19 @@ class RunRequest:
     dtype: str
     device: str
     variants: list[str]  # compile variants; eager is always added
-    backend: str = "inductor"
-    dynamic: bool | None = None
-    fullgraph: bool = False
-    warmup_calls: int = 10
-    min_samples: int = 30
-    min_time_s: float = 0.5
-    max_time_s: float = 10.0
-    pipeline_k: int = 50
-    timeout_s: float = 1800.0
-    seed: int = 0
-    profile: bool = True
-    warm_cache: bool = True
+    # Defaults from the one contract (engine/contract.py RunSpec), not repeated here.
+    backend: str = _DEFAULTS["backend"]
+    dynamic: bool | None = _DEFAULTS["dynamic"]
+    fullgraph: bool = _DEFAULTS["fullgraph"]
+    warmup_calls: int = _DEFAULTS["warmup_calls"]
+    min_samples: int = _DEFAULTS["min_samples"]
+    min_time_s: float = _DEFAULTS["min_time_s"]
+    max_time_s: float = _DEFAULTS["max_time_s"]
+    pipeline_k: int = _DEFAULTS["pipeline_k"]
+    timeout_s: float = _DEFAULTS["timeout_s"]
+    seed: int = _DEFAULTS["seed"]
+    profile: bool = _DEFAULTS["profile"]
+    warm_cache: bool = _DEFAULTS["warm_cache"]
     sweep_dim: str | None = None
     sweep_values: str = ""
     tags: str = ""
