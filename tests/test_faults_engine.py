@@ -22,6 +22,9 @@ from engine.spec import normalise
 from engine.worker import Worker
 from storage import mask_url, open_database, queries, queue
 
+# The slow tier (make test-slow, run by .ci/run): process and database faults.
+pytestmark = pytest.mark.slow
+
 USER = str(FIXTURES / "user_models.py")
 TINY = {"backend": "eager", "warmup_calls": 3, "min_samples": 3, "min_time_s": 0.0,
         "max_time_s": 0.3, "pipeline_k": 2, "warm_cache": False, "profile": False}

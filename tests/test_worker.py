@@ -35,6 +35,9 @@ from engine.spec import normalise
 from storage import open_database, queries, queue
 from storage.models import Run
 
+# The slow tier (make test-slow, run by .ci/run): workers as services: kill -9, stalls, signals, crashes (process faults).
+pytestmark = pytest.mark.slow
+
 USER = str(FIXTURES / "user_models.py")
 MARK = "COMPILELAB_TEST_MARK"
 FINAL = ("done", "failed", "cancelled")
