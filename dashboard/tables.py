@@ -5,50 +5,14 @@ from __future__ import annotations
 import pandas as pd
 
 from engine import fmt
+from engine.contract import EXPORTED
 
 MiB = 2**20
 
-# (source column, display/CSV column) — units in the names so a CSV stands on its own.
-VARIANT_COLUMNS = [
-    ("run_id", "run_id"),
-    ("variant", "variant"),
-    ("status", "status"),
-    ("failure_kind", "failure_kind"),
-    ("median_ms", "median_ms"),
-    ("p10_ms", "p10_ms"),
-    ("p90_ms", "p90_ms"),
-    ("iqr_ms", "iqr_ms"),
-    ("n", "samples"),
-    ("noisy", "noisy"),
-    ("pipelined_median_ms", "pipelined_median_ms"),
-    ("eager_median_ms", "eager_median_ms_paired"),
-    ("eager_pipelined_median_ms", "eager_pipelined_median_ms_paired"),
-    ("speedup", "speedup_x"),
-    ("speedup_ci_low", "speedup_ci_low_x"),
-    ("speedup_ci_high", "speedup_ci_high_x"),
-    ("n_processes", "processes"),
-    ("speedup_spread", "process_spread_log_sd"),
-    ("processes_disagree", "processes_disagree"),
-    ("stop_reason", "stopped_because"),
-    ("break_even_calls", "break_even_calls"),
-    ("break_even_calls_warm", "break_even_calls_warm_cache"),
-    ("setup_s", "setup_s"),
-    ("first_call_cold_s", "first_call_cold_s"),
-    ("first_call_warm_s", "first_call_warm_s"),
-    ("peak_allocated_bytes", "peak_allocated_mib"),
-    ("peak_reserved_bytes", "peak_reserved_mib"),
-    ("graph_count", "graphs"),
-    ("graph_break_count", "graph_breaks"),
-    ("recompile_count", "recompiles"),
-    ("kernels_per_call", "kernels_per_call"),
-    ("device_busy_ms_per_call", "device_busy_ms_per_call"),
-    ("eager_device_busy_ms_per_call", "eager_device_busy_ms_per_call"),
-    ("wall_ms_per_call", "wall_ms_per_call"),
-    ("max_abs_err", "max_abs_err"),
-    ("correct", "correct"),
-    ("timer", "timer"),
-    ("host_other_busy_cores", "other_processes_busy_cpu_cores"),
-]
+# (source column, display/CSV column): identity, then every exported figure of the one contract
+# (engine/contract.py EXPORT), units in the names so a CSV stands on its own.
+VARIANT_COLUMNS = [("run_id", "run_id"), ("variant", "variant"), ("status", "status")] + [
+    (f.name, f.csv) for f in EXPORTED if f.csv]
 
 
 def variants_table(variants: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:

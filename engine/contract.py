@@ -21,7 +21,7 @@ Pure Python: no torch, numpy, pandas or SQLAlchemy, so every side can import it.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 KINDS = ("str", "float", "int", "bool", "series", "json")
@@ -88,6 +88,9 @@ class Figure:
     label: str | None = None
     """Column title in tables (None: not shown as a table column)."""
     doc: str = ""
+    csv: str | None = None
+    """Column name in the dashboard's variants table and CSV export, with the unit in the name
+    so that a CSV stands on its own (None: not exported). Set from ``EXPORT`` below."""
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS and self.where in ("result", "stats"), self
@@ -177,6 +180,28 @@ FIGURES: tuple[Figure, ...] = (
     _s("stop_reason", "str", "stopped because", column=False),
 )
 
+# Exported figures, in CSV column order: figure name -> CSV column name.
+EXPORT: dict[str, str] = {
+    "failure_kind": "failure_kind", "median_ms": "median_ms", "p10_ms": "p10_ms",
+    "p90_ms": "p90_ms", "iqr_ms": "iqr_ms", "n": "samples", "noisy": "noisy",
+    "pipelined_median_ms": "pipelined_median_ms", "eager_median_ms": "eager_median_ms_paired",
+    "eager_pipelined_median_ms": "eager_pipelined_median_ms_paired", "speedup": "speedup_x",
+    "speedup_ci_low": "speedup_ci_low_x", "speedup_ci_high": "speedup_ci_high_x",
+    "n_processes": "processes", "speedup_spread": "process_spread_log_sd",
+    "processes_disagree": "processes_disagree", "stop_reason": "stopped_because",
+    "break_even_calls": "break_even_calls", "break_even_calls_warm": "break_even_calls_warm_cache",
+    "setup_s": "setup_s", "first_call_cold_s": "first_call_cold_s",
+    "first_call_warm_s": "first_call_warm_s", "peak_allocated_bytes": "peak_allocated_mib",
+    "peak_reserved_bytes": "peak_reserved_mib", "graph_count": "graphs",
+    "graph_break_count": "graph_breaks", "recompile_count": "recompiles",
+    "kernels_per_call": "kernels_per_call", "device_busy_ms_per_call": "device_busy_ms_per_call",
+    "eager_device_busy_ms_per_call": "eager_device_busy_ms_per_call",
+    "wall_ms_per_call": "wall_ms_per_call", "max_abs_err": "max_abs_err", "correct": "correct",
+    "timer": "timer", "host_other_busy_cores": "other_processes_busy_cpu_cores",
+}
+FIGURES = tuple(replace(f, csv=EXPORT.get(f.name)) for f in FIGURES)
+EXPORTED: tuple[Figure, ...] = tuple(
+    next(f for f in FIGURES if f.name == name) for name in EXPORT)
 FIGURE_BY_NAME: dict[tuple[str, str], Figure] = {(f.where, f.name): f for f in FIGURES}
 RESULT_FIGURES: tuple[Figure, ...] = tuple(f for f in FIGURES if f.where == "result")
 STATS_FIGURES: tuple[Figure, ...] = tuple(f for f in FIGURES if f.where == "stats")
