@@ -46,3 +46,26 @@ def db(request: pytest.FixtureRequest, tmp_path: Path):
         database = open_database(url)
         yield database
         database.dispose()
+
+
+@pytest.fixture
+def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A fresh SQLite database for Streamlit AppTests: the app finds it through COMPILELAB_DB;
+    no plugin folder, no shared-mode passwords or role unless a test sets them; Streamlit's
+    caches cleared before and after (they outlive one AppTest)."""
+    import streamlit as st
+
+    from dashboard import auth
+    from storage import open_database
+
+    monkeypatch.setenv("COMPILELAB_DB", f"sqlite:///{tmp_path / 'lab.db'}")
+    for name in ("COMPILELAB_PLUGIN_DIR", auth.PASSWORD_ENV, auth.READONLY_PASSWORD_ENV,
+                 auth.ROLE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    database = open_database()
+    yield database
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    database.dispose()

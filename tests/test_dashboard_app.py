@@ -7,28 +7,18 @@ import json
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 from test_dashboard_data import ENVIRONMENT, bert_results, mlp_results, spec, sweep_results
 
 from storage import bundle, queries, queue, results
-from storage.db import open_database
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
 TIMEOUT = 30
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch):
-    monkeypatch.setenv("COMPILELAB_DB", f"sqlite:///{tmp_path / 'lab.db'}")
-    monkeypatch.delenv("COMPILELAB_PLUGIN_DIR", raising=False)
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    database = open_database()
-    yield database
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    database.engine.dispose()
+def db(app_db):
+    return app_db  # tests/conftest.py
 
 
 def seed_done(db, run_spec: dict, variant_results: list[dict], tags=("nightly",)) -> int:

@@ -8,30 +8,19 @@ notes or tags, import or delete.
 from __future__ import annotations
 
 import pytest
-import streamlit as st
 from test_dashboard_app import app, button, no_exceptions, seed_done, texts
 from test_dashboard_data import mlp_results, spec
 
 from dashboard import auth
 from storage import queries, queue
-from storage.db import open_database
 
 EDITOR_PW = "correct horse battery staple"
 VIEWER_PW = "just looking ✓"
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch):
-    """A fresh SQLite database for the app, no shared-mode variables unless a test sets them."""
-    monkeypatch.setenv("COMPILELAB_DB", f"sqlite:///{tmp_path / 'lab.db'}")
-    monkeypatch.delenv("COMPILELAB_PLUGIN_DIR", raising=False)
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    database = open_database()
-    yield database
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    database.dispose()
+def db(app_db):
+    return app_db  # tests/conftest.py
 
 
 @pytest.fixture

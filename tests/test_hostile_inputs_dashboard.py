@@ -20,11 +20,10 @@ import json
 
 import pandas as pd
 import pytest
-import streamlit as st
 from test_dashboard_app import app, button, no_exceptions, seed_done, texts
 from test_dashboard_data import failed_result, mlp_results, spec, sweep_results
 
-from dashboard import auth, report, safe, tables, widgets
+from dashboard import report, safe, tables, widgets
 from dashboard.verdict import verdict_for_run
 from storage import bundle as bundle_mod
 from storage import queries, queue, results
@@ -38,18 +37,8 @@ HOSTILE = [IMAGE, SCRIPT, FORMULA]
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch):
-    monkeypatch.setenv("COMPILELAB_DB", f"sqlite:///{tmp_path / 'lab.db'}")
-    for name in ("COMPILELAB_PLUGIN_DIR", auth.PASSWORD_ENV, auth.READONLY_PASSWORD_ENV,
-                 auth.ROLE_ENV):
-        monkeypatch.delenv(name, raising=False)
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    database = open_database()
-    yield database
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    database.dispose()
+def db(app_db):
+    return app_db  # tests/conftest.py
 
 
 def _seed(db, text: str = "plain") -> int:
