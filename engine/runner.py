@@ -357,8 +357,7 @@ def run_variants(
                 extra_since = time.monotonic()
             for variant in list(active):
                 done = _with_stats(results[variant], eager_first_ms)["stats"]
-                lo, hi = done.get("speedup_ci_low"), done.get("speedup_ci_high")
-                half = (hi / lo) ** 0.5 - 1 if lo and hi else None
+                half = stats.rel_halfwidth(done.get("speedup_ci_low"), done.get("speedup_ci_high"))
                 reason = stats.stop_reason(half, index, min_processes=k_min, max_processes=k_max,
                                            target_halfwidth=float(spec.get("target_halfwidth", 0)))
                 if (reason is None and extra_since is not None and time.monotonic() - extra_since
@@ -367,12 +366,9 @@ def run_variants(
                 if reason:
                     results[variant]["stop_reason"] = reason
                     active.remove(variant)
+                    on_result(_with_stats(results[variant], eager_first_ms))  # with the reason
             slots["planned"] = slots["done"] + len(active)
             eta.set_left("cold", 0)
             eta.set_left("warm", max(k_min - index, 1) * len(active) if active else 0)
 
-    final = [_with_stats(results[v], eager_first_ms) for v in variants if v in results]
-    for result in final:
-        if result["variant"] != "eager" and result.get("status") == "ok":
-            on_result(result)
-    return final
+    return [_with_stats(results[v], eager_first_ms) for v in variants if v in results]

@@ -171,6 +171,14 @@ class ProcessRounds:
         return out
 
 
+def rel_halfwidth(low: float | None, high: float | None) -> float | None:
+    """Relative half-width of an interval symmetric on the log scale: sqrt(high/low) - 1
+    (0.05: the interval is the estimate ×/÷ 1.05). None without a positive interval."""
+    if not low or not high or low <= 0 or high <= 0:
+        return None
+    return math.sqrt(high / low) - 1.0
+
+
 @dataclass(frozen=True)
 class SpeedupEstimate:
     """Speedup of compiled over eager across processes, with its interval and the evidence."""
@@ -192,7 +200,7 @@ class SpeedupEstimate:
 
     @property
     def rel_halfwidth(self) -> float:
-        return math.sqrt(self.high / self.low) - 1.0
+        return rel_halfwidth(self.low, self.high)  # type: ignore[return-value]
 
     @property
     def disagree(self) -> bool:
