@@ -132,7 +132,8 @@ def format_run(db: Any, run_id: int) -> str:
     return "\n".join(lines)
 
 
-TIME_ORDER = ("process start", "imports", "setup", "compile", "warm-up", "measure", "profile",
+TIME_ORDER = ("process start", "imports", "setup", "compiler import", "model build",
+              "environment", "eager reference", "compile", "warm-up", "measure", "profile",
               "exit")
 
 
