@@ -28,7 +28,7 @@ from typing import Any  # noqa: E402
 import torch  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 
-from engine import signals  # noqa: E402
+from engine import gates, signals  # noqa: E402
 from engine.catalogue import get_model, load_factory  # noqa: E402
 from engine.hostload import HostLoad, settle_compile_workers  # noqa: E402
 from engine.timing import Timer  # noqa: E402
@@ -178,6 +178,15 @@ class PhaseClock:
             self.phases.append({"name": name, "start": start, "end": time.time()})
 
 
+def _gate(clock: PhaseClock, name: str, progress: Progress, fraction: float) -> None:
+    """Wait at gate ``name`` (engine/gates.py) for the runner's go; the wait is its own phase
+    ("waiting"), so the time breakdown and the overlap test see it."""
+    if gates.enabled():
+        progress(f"waiting to {name}", fraction, force=True)
+        with clock.phase("waiting"):
+            gates.wait(name)
+
+
 def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[[], object]],
                      budget: dict[str, Any], clock: PhaseClock, progress: Progress, phase: str,
                      *, settle: bool) -> dict[str, Any]:
@@ -296,11 +305,13 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             if phase == "warm_cache":
                 # A further measuring process: its first call is the warm-cache compile, then
                 # warm-up and paired rounds like the cold process, nothing else.
+                _gate(clock, "compile", progress, 0.05)
                 stage = "compiling"
                 progress("warm-cache compile", 0.1, force=True)
                 with clock.phase("compile"):
                     res["first_call_warm_s"] = timer.wall_ms(fn) / 1e3
                 res["compile_phases_warm_s"] = signals.compile_phases()
+                _gate(clock, "time", progress, 0.2)
                 stage = "warm-up"
                 with clock.phase("warm-up"):
                     for _ in range(max(int(run.get("warmup_calls", 10)), 3) - 1):
@@ -318,14 +329,20 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             if device.startswith("cuda"):
                 torch.cuda.reset_peak_memory_stats()
             warm: list[float] = [ref_ms] if is_eager else []
-            stage = "compiling" if not is_eager else "warm-up"
+            if not is_eager:  # call 1: the cold compile, side by side with other compiles
+                _gate(clock, "compile", progress, 0.05)
+                stage = "compiling"
+                capture.context = {"call_index": 1}
+                progress("compiling", 0.1, force=True)
+                with clock.phase("compile"):
+                    warm.append(timer.wall_ms(fn))
+            _gate(clock, "time", progress, 0.2)  # from here on, this process times alone
+            stage = "warm-up"
             while len(warm) < n_warm:
                 capture.context = {"call_index": len(warm) + 1}
-                progress("compiling" if not warm else "warm-up", 0.1 + 0.2 * len(warm) / n_warm,
-                         force=len(warm) < 2)
-                with clock.phase("compile" if not warm and not is_eager else "warm-up"):
+                progress("warm-up", 0.2 + 0.1 * len(warm) / n_warm)
+                with clock.phase("warm-up"):
                     warm.append(timer.wall_ms(fn))
-                stage = "warm-up"
             res["warmup_ms"] = warm
             res["first_call_cold_s"] = warm[0] / 1e3
             res["compile_phases_s"] = signals.compile_phases()

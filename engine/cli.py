@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relative half-width of the speedup interval to stop at (0.05 = 5 %%)")
     r.add_argument("--process-budget", type=float, default=DEFAULTS["process_budget_s"],
                    help="seconds of extra processes beyond --processes")
+    r.add_argument("--concurrency", type=int, default=DEFAULTS["concurrency"],
+                   help="measuring processes alive at once: they prepare and compile side by "
+                        "side, each times alone (0 = from the host's cores: 1 below 8)")
     r.add_argument("--no-warm-cache", action="store_true", help="do not insist on a warm-cache process: with --processes 1 the "
                         "variant runs in one (cold) process only")
     r.add_argument("--tag", action="append", default=[])
@@ -183,6 +186,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "timeout_s": args.timeout, "seed": args.seed, "warm_cache": not args.no_warm_cache,
         "processes": args.processes, "max_processes": args.max_processes,
         "target_halfwidth": args.target_halfwidth, "process_budget_s": args.process_budget,
+        "concurrency": args.concurrency,
     }
     # The local user typed this command, file and module references included.
     spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)

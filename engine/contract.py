@@ -59,6 +59,9 @@ class RunSpec:
     max_processes: int = 4
     target_halfwidth: float = 0.05
     process_budget_s: float = 30.0
+    # Measuring processes alive at once (engine/schedule.py: they prepare and compile side by
+    # side, each times alone); 0 = chosen from the host's cores (1 below 8 cores).
+    concurrency: int = 0
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:

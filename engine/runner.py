@@ -1,200 +1,32 @@
-"""Runs one RunSpec: a fresh child process per variant, each with its own empty inductor cache,
-then a second child on the same cache for the warm-cache compile time.
+"""Runs one RunSpec: every variant measured in several fresh processes, scheduled so that they
+prepare and compile side by side but each times alone (``engine.schedule``).
 
 Nothing here touches the database: the caller (CLI or worker, see ``engine.execute``) passes
 callbacks for progress, cancellation and finished results. A child that crashes, runs out of
 memory, fails to compile or passes its timeout becomes a failed result with its reason and stderr
-tail; the other variants go on.
+tail (``engine.process``); the other variants go on.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import ctypes
-import json
-import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine import forked, stats
-from engine.environment import PROJECT_ROOT
+from engine import gates, stats
 from engine.eta import Eta, describe
+from engine.process import ChildProcess, run_child
+from engine.schedule import Job, decide, resolve
+
+__all__ = ["run_child", "run_variants", "time_breakdown"]
 
 ProgressFn = Callable[[str, str, float], None]  # (variant, phase, overall fraction 0..1)
 CancelFn = Callable[[], bool]
 ResultFn = Callable[[dict[str, Any]], None]
-TAIL_BYTES = 4000
-
-
-def _tail(path: Path) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - TAIL_BYTES))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _signal_name(rc: int) -> str:
-    try:
-        return signal.Signals(-rc).name
-    except ValueError:
-        return f"signal {-rc}"
-
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that has the kernel SIGKILL the child when the process that started it
-    dies (Linux). The child leads its own session, so a worker killed with -9 (OOM killer, crash)
-    would otherwise leave it running: still holding the GPU, and skewing the measurements of the
-    worker that recovers the run on the same device. Not needed for clean exits (the worker ends
-    its child itself). The signal follows the *thread* that started the child: call from a thread
-    that outlives the child (the worker and CLI use their main thread)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork, not after
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return preexec
-
-
-def run_child(
-    spec: dict[str, Any],
-    variant: str,
-    phase: str,
-    cache_dir: Path,
-    workdir: Path,
-    *,
-    on_progress: Callable[[str, float], None],
-    should_cancel: CancelFn,
-    index: int = 0,
-) -> dict[str, Any]:
-    """Start ``python -m engine.child`` in its own process group and wait for it, polling its
-    progress file, the cancel flag and the timeout. Returns the child's JSON or a failed result."""
-    tag = f"{variant}-{phase}-{index}"
-    spec_path, out_path = workdir / f"{tag}.spec.json", workdir / f"{tag}.out.json"
-    progress_path, stderr_path = workdir / f"{tag}.progress", workdir / f"{tag}.stderr"
-    spec_path.write_text(json.dumps({"run": spec, "variant": variant, "phase": phase}))
-    env = dict(os.environ)
-    env.update(
-        TORCHINDUCTOR_CACHE_DIR=str(cache_dir),
-        TRITON_CACHE_DIR=str(cache_dir / "triton"),
-        COMPILELAB_PROGRESS=str(progress_path),
-        PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")])),
-        PYTHONUNBUFFERED="1",
-    )
-    if phase == "warm_cache" and index >= 2:
-        # No compile-worker pool in the processes after the first warm-cache one: with a warm
-        # cache there is nothing to compile in parallel, and the pool's start-up (a process per
-        # core, each importing torch) had to finish before timing could begin: 9-10 s of every
-        # such process on the H200 host, measuring nothing. The cold process and the first
-        # warm-cache one keep the default pool: their first calls are what a user's fresh
-        # process pays (without the pool the warm first call read 24 % below the naive
-        # harness's on the 2-core CPU).
-        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-    timeout = float(spec.get("timeout_s", 1800))
-    stdout_path = workdir / f"{tag}.stdout"
-    with open(stderr_path, "wb") as err, open(stdout_path, "wb") as out:
-        spawned_at = time.time()
-        proc: Any
-        if forked.usable():  # a fork of the preloaded server (engine/forked.py)
-            proc = forked.ForkedChild([str(spec_path), str(out_path)], env, str(stdout_path),
-                                      str(stderr_path), variant)
-        else:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "engine.child", str(spec_path), str(out_path)],
-                cwd=PROJECT_ROOT, env=env, stdout=out, stderr=err, start_new_session=True,
-                preexec_fn=_die_with_parent(),
-            )
-        t0 = time.monotonic()
-        ended: str | None = None
-        try:
-            while proc.poll() is None:
-                try:  # wait, not sleep: a child that has finished is noticed at once
-                    proc.wait(timeout=0.2)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                try:
-                    p = json.loads(progress_path.read_text())
-                    on_progress(p["phase"], float(p["fraction"]))
-                except (OSError, ValueError, KeyError):
-                    pass
-                if should_cancel():
-                    ended = "cancelled"
-                elif time.monotonic() - t0 > timeout:
-                    ended = "timeout"
-                if ended:
-                    _kill_group(proc)
-                    break
-        except BaseException:  # Ctrl-C, or a signal handler raising: never leave the child
-            _kill_group(proc)
-            raise
-        if not ended:  # the child exited; whatever it started (compile workers) goes with it
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-    base: dict[str, Any] = {"variant": variant, "status": "failed", "stderr_tail": _tail(stderr_path)}
-    if ended == "cancelled":
-        return {**base, "status": "cancelled", "failure_kind": "cancelled",
-                "error": "cancelled by the user"}
-    if ended == "timeout":
-        return {**base, "failure_kind": "timeout",
-                "error": f"timed out after {timeout:g} s ({phase} phase) and was killed"}
-    if out_path.exists():
-        result = json.loads(out_path.read_text())
-        result.update(process_spawned_at=spawned_at, process_ended_at=time.time())
-        if result.get("status") != "ok" and not result.get("stderr_tail"):
-            result["stderr_tail"] = base["stderr_tail"]
-        return result
-    tail = base["stderr_tail"]
-    if proc.returncode < 0:
-        reason = f"child process died from {_signal_name(proc.returncode)} ({phase} phase)"
-        kind = "crash"
-    elif proc.returncode == 0:
-        # Exit code 0 without a result file: model code ended the process (sys.exit(0) during
-        # build escapes the child's ``except Exception``; os._exit(0) skips everything). That is
-        # a failure, never a success.
-        reason = (f"child process exited with code 0 without writing a result ({phase} phase): "
-                  "the model's code ended the process (sys.exit or os._exit?)")
-        kind = "crash"
-    else:
-        reason = f"child process exited with code {proc.returncode} and no result ({phase} phase)"
-        kind = "crash"
-    if "out of memory" in tail.lower():
-        kind, reason = "oom", f"out of memory ({phase} phase): " + reason
-    return {**base, "failure_kind": kind, "error": reason}
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the child's process group (compile workers included), SIGKILL after 3 s."""
-    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+TICK_S = 0.02
 
 
 def _merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
@@ -267,8 +99,9 @@ def run_variants(
     the first on an empty inductor cache (the cold compile, warm-up curve, memory, profiler and
     graph-break report), the others on that cache (their first call is the warm-cache compile),
     each timing eager and the variant in paired rounds.  Processes of different variants take
-    turns (A, B, A, B, ...), so drift over minutes reaches every variant alike.  After the
-    minimum, a variant gets more processes while its interval is wider than
+    turns timing (A, B, A, B, ...), so drift over minutes reaches every variant alike; they
+    prepare and compile side by side where the host has the cores (``engine.schedule``).  After
+    the minimum, a variant gets more processes while its interval is wider than
     ``target_halfwidth``, up to ``max_processes`` or ``process_budget_s`` seconds of extra
     processes; why it stopped is stored.  With ``warm_cache`` a compiled variant gets at least
     two processes.  ``on_result`` is called after every process with the variant's result so
@@ -277,98 +110,193 @@ def run_variants(
     compiled = [v for v in variants if v != "eager"]
     k_min = max(int(spec.get("processes", 1)), 2 if spec.get("warm_cache", True) else 1)
     k_max = max(int(spec.get("max_processes", k_min)), k_min)
+    concurrency, compile_slots = resolve(int(spec.get("concurrency") or 0))
+    gated = gates.supported()
+    if not gated:
+        concurrency = compile_slots = 1
     results: dict[str, dict[str, Any]] = {}
-    eager_first_ms: float | None = None
-    slots = {"done": 0, "planned": int("eager" in variants) + k_min * len(compiled)}
+    eager_first: dict[str, float | None] = {"ms": None}
+    plan: list[Job] = ([Job("eager", 0)] if "eager" in variants else [])
+    plan += [Job(v, i) for i in range(k_min) for v in compiled]
+    active = set(compiled)  # variants that may still get processes
+    done_count = {v: 0 for v in compiled}
+    extra_since: list[float] = []
     eta = Eta(eager=int("eager" in variants), cold=len(compiled),
               warm=(k_min - 1) * len(compiled))
+    scheduling = {"concurrency": concurrency, "compile_slots": compile_slots}
 
-    def progress_for(variant: str, kind: str) -> Callable[[str, float], None]:
-        eta.start(kind)
+    def pending_kind() -> str | None:
+        nxt = next((j for j in plan if j.state not in ("done",) and j.state != "dropped"), None)
+        return nxt.kind if nxt else None
 
-        def report(phase: str, frac: float) -> None:
-            # By time once an estimate exists (processes differ tenfold in length: a slot count
-            # read "92 %" and then sat through a cold compile), by processes before that.
-            by_time = eta.fraction()
-            overall = by_time if by_time is not None else (slots["done"] + frac) / slots["planned"]
-            left = describe(eta.seconds_left())
-            on_progress(variant, f"{phase} · {left}" if left else phase, min(overall, 1.0))
-        return report
+    def drop(variant: str) -> None:
+        """No more processes for ``variant``: pending ones go, live ones are ended."""
+        active.discard(variant)
+        for j in plan:
+            if j.variant == variant and j.state in ("pending", "preparing", "compile_wait",
+                                                    "time_wait"):
+                if j.handle is not None:
+                    j.handle.kill("dropped")
+                j.state = "dropped"
 
-    def finish_slot() -> None:
-        slots["done"] += 1
-        eta.finish()
+    def report() -> None:
+        focus = next((j for j in plan if j.state == "timing"), None) or next(
+            (j for j in plan if j.state in ("compiling", "preparing")), None)
+        if focus is None or focus.handle is None:
+            return
+        p = focus.handle.progress()
+        if p is None:
+            return
+        phase, frac = p
+        by_time = eta.fraction()
+        total = max(sum(j.state != "dropped" for j in plan), 1)
+        finished = sum(j.state == "done" for j in plan)
+        overall = by_time if by_time is not None else (finished + frac) / total
+        left = describe(eta.seconds_left())
+        on_progress(focus.variant, f"{phase} · {left}" if left else phase, min(overall, 1.0))
+
+    def finish(job: Job, child: dict[str, Any]) -> None:
+        """Fold one finished process into its variant's result and decide what comes next."""
+        v = job.variant
+        child.setdefault("scheduling", scheduling)
+        if v == "eager":
+            _first_process(child)
+            if child.get("status") == "ok":
+                # Call 2 of the eager child: like the compiled first call (which follows the
+                # eager reference), it comes after CUDA/cuBLAS start-up, which both would pay.
+                curve = child.get("warmup_ms") or []
+                eager_first["ms"] = curve[1] if len(curve) > 1 else (curve or [None])[0]
+                child["stop_reason"] = "one process asked"
+            results["eager"] = _with_stats(child, eager_first["ms"])
+            on_result(results["eager"])
+            return
+        if job.index == 0:
+            _first_process(child)
+            results[v] = child
+            if child.get("status") != "ok":
+                drop(v)
+                results[v] = _with_stats(child, eager_first["ms"])
+                on_result(results[v])
+                return
+        elif child.get("status") == "ok":
+            _merge_process(results[v], child)
+        elif child.get("status") == "cancelled":
+            return
+        else:  # a further process failed: the variant keeps what it has, with the reason
+            results[v].setdefault("process_errors", []).append(
+                {"index": job.index, "failure_kind": child.get("failure_kind"),
+                 "error": child.get("error")})
+            drop(v)
+            results[v]["stop_reason"] = "a measuring process failed"
+        done_count[v] += 1
+        on_result(_with_stats(results[v], eager_first["ms"]))
+        if v not in active:
+            return
+        planned = sum(j.variant == v and j.state != "dropped" for j in plan)
+        if done_count[v] < planned:
+            return
+        if done_count[v] >= k_min and not extra_since:
+            extra_since.append(time.monotonic())
+        now_stats = _with_stats(results[v], eager_first["ms"])["stats"]
+        half = stats.rel_halfwidth(now_stats.get("speedup_ci_low"), now_stats.get("speedup_ci_high"))
+        reason = stats.stop_reason(half, done_count[v], min_processes=k_min,
+                                   max_processes=k_max,
+                                   target_halfwidth=float(spec.get("target_halfwidth", 0)))
+        if (reason is None and extra_since and time.monotonic() - extra_since[0]
+                >= float(spec.get("process_budget_s", 0))):
+            reason = "time budget"
+        if reason:
+            results[v]["stop_reason"] = reason
+            active.discard(v)
+            on_result(_with_stats(results[v], eager_first["ms"]))  # with the reason
+        else:
+            plan.append(Job(v, done_count[v]))
+            eta.set_left("warm", eta.left["warm"] + 1)
 
     with tempfile.TemporaryDirectory(prefix="compilelab-") as tmp:
         root = Path(tmp)
-        if "eager" in variants and not should_cancel():
-            cache = root / "cache-eager"
-            cache.mkdir()
-            result = run_child(spec, "eager", "cold", cache, root, on_progress=progress_for("eager", "eager"),
-                               should_cancel=should_cancel)
-            finish_slot()
-            _first_process(result)
-            if result.get("status") == "ok":
-                # Call 2 of the eager child: like the compiled first call (which follows the
-                # eager reference), it comes after CUDA/cuBLAS start-up, which both would pay.
-                curve = result.get("warmup_ms") or []
-                eager_first_ms = curve[1] if len(curve) > 1 else (curve or [None])[0]
-                result["stop_reason"] = "one process asked"
-            results["eager"] = _with_stats(result, eager_first_ms)
-            on_result(results["eager"])
-            if result.get("status") == "cancelled":
-                return list(results.values())
+        try:
+            _schedule(plan, spec, root, gated=gated, concurrency=concurrency,
+                      compile_slots=compile_slots, should_cancel=should_cancel, finish=finish,
+                      report=report, eta=eta, pending_kind=pending_kind)
+        except BaseException:  # Ctrl-C, or a signal handler raising: never leave a child
+            for j in plan:
+                if j.handle is not None and j.state not in ("done", "dropped"):
+                    j.handle.kill("cancelled")
+            raise
 
-        active = list(compiled)
-        extra_since: float | None = None
-        index = 0
-        while active and not should_cancel():
-            for variant in list(active):
-                if should_cancel():
-                    break
-                cache = root / f"cache-{variant}"
+    return [_with_stats(results[v], eager_first["ms"]) for v in variants if v in results]
+
+
+def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
+              concurrency: int, compile_slots: int, should_cancel: CancelFn,
+              finish: Callable[[Job, dict[str, Any]], None], report: Callable[[], None],
+              eta: Eta, pending_kind: Callable[[], str | None]) -> None:
+    """Work through ``plan`` (which ``finish`` may extend) under ``engine.schedule``'s rules."""
+    eta.start(pending_kind() or "eager")
+    while True:
+        alive = [j for j in plan if j.handle is not None and j.state not in ("done", "dropped")]
+        if should_cancel():
+            for j in alive:
+                j.handle.kill("cancelled")
+            for j in alive:
+                finish(j, j.handle.result())
+                j.state = "done"
+            for j in plan:
+                if j.state == "pending":
+                    j.state = "dropped"
+            return
+        for j in alive:  # exits, timeouts, gate arrivals
+            h = j.handle
+            if h.poll():
+                if not h.ended:
+                    h.reap_group()
+                j.state = "done"
+                eta.finish()
+                finish(j, h.result())
+                eta.start(pending_kind() or "warm")
+                continue
+            if h.timed_out():
+                h.kill("timeout")
+                j.state = "done"
+                eta.finish()
+                finish(j, h.result())
+                eta.start(pending_kind() or "warm")
+                continue
+            if not gated:
+                continue
+            if j.state == "preparing":
+                if h.gates.waiting("compile"):
+                    j.state = "compile_wait"
+                elif h.gates.waiting("time"):
+                    j.state = "time_wait"
+            elif j.state == "compiling" and h.gates.waiting("time"):
+                j.state = "time_wait"
+            h.parked(j.state in ("compile_wait", "time_wait"))
+        if not any(j.state in ("pending", "preparing", "compile_wait", "compiling", "time_wait",
+                               "timing") for j in plan):
+            return
+        for action, j in decide(plan, concurrency=concurrency, compile_slots=compile_slots):
+            if action == "start":
+                cache = root / f"cache-{j.variant}"
                 cache.mkdir(exist_ok=True)
-                phase = "cold" if index == 0 else "warm_cache"
-                child = run_child(spec, variant, phase, cache, root, index=index,
-                                  on_progress=progress_for(variant, "cold" if index == 0 else "warm"),
-                                  should_cancel=should_cancel)
-                finish_slot()
-                if index == 0:
-                    _first_process(child)
-                    results[variant] = child
-                    if child.get("status") != "ok":
-                        active.remove(variant)
-                        results[variant] = _with_stats(child, eager_first_ms)
-                        on_result(results[variant])
-                        continue
-                elif child.get("status") == "ok":
-                    _merge_process(results[variant], child)
-                elif child.get("status") == "cancelled":
-                    break
-                else:  # a further process failed: the variant keeps what it has, with the reason
-                    results[variant].setdefault("process_errors", []).append(
-                        {"index": index, "failure_kind": child.get("failure_kind"),
-                         "error": child.get("error")})
-                    active.remove(variant)
-                    results[variant]["stop_reason"] = "a measuring process failed"
-                on_result(_with_stats(results[variant], eager_first_ms))
-            index += 1
-            if index >= k_min and extra_since is None:
-                extra_since = time.monotonic()
-            for variant in list(active):
-                done = _with_stats(results[variant], eager_first_ms)["stats"]
-                half = stats.rel_halfwidth(done.get("speedup_ci_low"), done.get("speedup_ci_high"))
-                reason = stats.stop_reason(half, index, min_processes=k_min, max_processes=k_max,
-                                           target_halfwidth=float(spec.get("target_halfwidth", 0)))
-                if (reason is None and extra_since is not None and time.monotonic() - extra_since
-                        >= float(spec.get("process_budget_s", 0))):
-                    reason = "time budget"
-                if reason:
-                    results[variant]["stop_reason"] = reason
-                    active.remove(variant)
-                    on_result(_with_stats(results[variant], eager_first_ms))  # with the reason
-            slots["planned"] = slots["done"] + len(active)
-            eta.set_left("cold", 0)
-            eta.set_left("warm", max(k_min - index, 1) * len(active) if active else 0)
+                phase = "warm_cache" if j.index > 0 else "cold"
+                j.handle = ChildProcess(spec, j.variant, phase, cache, root, index=j.index,
+                                        gated=gated)
+                # Without gates nothing is held back: the child prepares, compiles and times
+                # in one go, so it counts as timing (nothing else may start beside it).
+                j.state = "preparing" if gated else "timing"
+            elif action == "compile" and j.handle.gates.open("compile"):
+                j.state = "compiling"
+                j.handle.parked(False)
+            elif action == "time" and j.handle.gates.open("time"):
+                j.state = "timing"
+                j.handle.parked(False)
+        report()
+        timing = next((j for j in plan if j.state == "timing"), None)
+        if timing is not None:
+            timing.handle.wait(TICK_S * 5)  # an exiting child is noticed at once
+        else:
+            time.sleep(TICK_S)
 
-    return [_with_stats(results[v], eager_first_ms) for v in variants if v in results]
+

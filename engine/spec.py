@@ -200,6 +200,7 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     _num(spec, "max_processes", 1, 100, integer=True)
     _num(spec, "target_halfwidth", 0, 10)
     _num(spec, "process_budget_s", 0, 24 * 3600)
+    _num(spec, "concurrency", 0, 64, integer=True)
     if spec["max_processes"] < spec["processes"]:
         spec["max_processes"] = spec["processes"]  # asking for N processes means at least N
     if spec["max_time_s"] < spec["min_time_s"]:

@@ -1,0 +1,155 @@
+"""The runner's scheduling rules (engine/schedule.py), on simulated processes: timing is alone,
+it waits for quiet, batches do not hold each other up, warm-cache compiles wait for the cold
+one, max-autotune compiles alone, and with one process at a time the old serial order holds."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine.schedule import ALIVE, BUSY, Job, auto_concurrency, decide, resolve
+
+
+def plan(variants: list[str], k: int) -> list[Job]:
+    compiled = [v for v in variants if v != "eager"]
+    return [Job("eager", 0)] + [Job(v, i) for i in range(k) for v in compiled]
+
+
+def simulate(jobs: list[Job], *, concurrency: int, compile_slots: int, seed: int = 0,
+             max_steps: int = 10_000) -> list[tuple[str, Job, list[tuple[str, str, int]]]]:
+    """Run the plan to the end: after each decision, one random alive job that is doing work
+    (preparing, compiling or timing) moves on by one step, as a real child would when it
+    reaches its next gate or exits.  Returns every action with a snapshot of all states."""
+    rng = random.Random(seed)
+    log = []
+    for _ in range(max_steps):
+        for action, j in decide(jobs, concurrency=concurrency, compile_slots=compile_slots):
+            j.state = {"start": "preparing", "compile": "compiling", "time": "timing"}[action]
+            log.append((action, j, [(x.variant, x.state, x.index) for x in jobs]))
+        working = [j for j in jobs if j.state in ("preparing", "compiling", "timing")]
+        if not working:
+            assert all(j.state == "done" for j in jobs), [(j.variant, j.index, j.state)
+                                                          for j in jobs]
+            return log
+        j = rng.choice(working)
+        if j.state == "preparing":
+            j.state = "compile_wait" if j.compiles else "time_wait"
+        elif j.state == "compiling":
+            j.state = "time_wait"
+        else:
+            j.state = "done"
+    raise AssertionError("the plan never finished: deadlock")
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("concurrency,slots", [(1, 1), (2, 1), (3, 2), (4, 2), (8, 8)])
+def test_timing_is_alone_and_in_plan_order(seed: int, concurrency: int, slots: int) -> None:
+    jobs = plan(["eager", "default", "reduce-overhead", "max-autotune"], 3)
+    log = simulate(jobs, concurrency=concurrency, compile_slots=slots, seed=seed)
+    timed = [j for action, j, _ in log if action == "time"]
+    assert timed == jobs  # every job timed once, in plan order: eager, A, B, C, A, B, C, ...
+    for action, j, states in log:
+        others = [s for v, s, i in states if (v, i) != (j.variant, j.index)]
+        alive = [s for s in others if s in ALIVE]
+        assert len(alive) + 1 <= concurrency
+        if action == "time":  # rule 1 and 2: nothing else works while it times
+            assert not [s for s in others if s in BUSY or s == "timing"]
+        if action == "compile":
+            assert "timing" not in others
+            assert sum(s == "compiling" for s in others) + 1 <= slots
+        if action == "start":
+            assert "timing" not in others and "time_wait" not in others  # rule 3
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_warm_compile_waits_for_its_cold_compile_and_autotune_compiles_alone(seed: int) -> None:
+    jobs = plan(["eager", "default", "max-autotune"], 3)
+    log = simulate(jobs, concurrency=4, compile_slots=4, seed=seed)
+    for action, j, states in log:
+        # a cold job has compiled once it is waiting to time (states: as the action was taken)
+        compiled_cold = {v for v, s, i in states if i == 0 and s in ("time_wait", "timing",
+                                                                      "done")}
+        if action == "compile":
+            if j.index > 0:
+                assert j.variant in compiled_cold
+            if j.autotunes:
+                others = [s for v, s, i in states if (v, i) != (j.variant, j.index)]
+                assert not [s for s in others if s in BUSY or s == "timing"]
+        if any(v == "max-autotune" and s == "compiling" for v, s, _ in states):
+            busy = [(v, s) for v, s, _ in states if s in BUSY or s == "timing"]
+            assert busy == [("max-autotune", "compiling")]
+
+
+def test_one_at_a_time_is_the_old_serial_run() -> None:
+    jobs = plan(["eager", "default", "reduce-overhead"], 2)
+    log = simulate(jobs, concurrency=1, compile_slots=1)
+    order = [(action, j.variant, j.index) for action, j, _ in log]
+    expect = []
+    for j in jobs:
+        expect.append(("start", j.variant, j.index))
+        if j.compiles:
+            expect.append(("compile", j.variant, j.index))
+        expect.append(("time", j.variant, j.index))
+    assert order == expect
+
+
+def test_batches_start_together_and_wait_for_the_batch_to_be_timed() -> None:
+    jobs = plan(["eager", "default", "reduce-overhead"], 3)  # 7 jobs
+    first = decide(jobs, concurrency=4, compile_slots=2)
+    assert [(a, j.variant, j.index) for a, j in first] == [
+        ("start", "eager", 0), ("start", "default", 0), ("start", "reduce-overhead", 0),
+        ("start", "default", 1)]
+    for _, j in first:
+        j.state = "preparing"
+    jobs[0].state = "time_wait"  # eager is ready; the others still prepare
+    assert decide(jobs, concurrency=4, compile_slots=2) == []  # no timing beside preparing
+
+
+def test_concurrency_from_the_host() -> None:
+    assert auto_concurrency(2) == (1, 1)
+    assert auto_concurrency(16) == (4, 2)
+    assert auto_concurrency(128) == (4, 2)
+    assert resolve(3, cpus=2) == (3, 3)
+    assert resolve(0, cpus=16) == (4, 2)
+
+
+# ------------------------------------------------------------------ real processes
+
+TIMED = ("warm-up", "measure", "profile")
+OWN_TIME = ("waiting",)  # parked at a gate: no CPU, no GPU
+
+
+@pytest.mark.slow
+def test_real_run_side_by_side_no_timing_window_overlaps_other_work() -> None:
+    """Three processes alive at once (aot_eager, CPU): every timing window of every process lies
+    outside every other process's working phases (imports, setup parts, compile), as stored in
+    the result (``processes[*].phases``); each process still times, and waits at its gates."""
+    from engine.runner import run_variants
+    from engine.spec import normalise
+
+    spec = normalise({"model": "mlp", "dims": {"batch": 4, "hidden": 32},
+                      "variants": ["eager", "default"], "backend": "aot_eager",
+                      "processes": 3, "max_processes": 3, "min_samples": 10, "min_time_s": 0.05,
+                      "warmup_calls": 3, "concurrency": 3, "profile": False})
+    results = run_variants(spec)
+    assert [r["status"] for r in results] == ["ok", "ok"], results
+    windows = []  # (process key, phase name, start, end)
+    for r in results:
+        for i, proc in enumerate(r["processes"]):
+            for ph in proc["phases"]:
+                windows.append(((r["variant"], i), ph["name"], ph["start"], ph["end"]))
+    keys = {w[0] for w in windows}
+    assert len(keys) == 4  # eager + three processes of default
+    assert any(name == "waiting" for _, name, _, _ in windows)
+    starts = sorted(min(s for k, _, s, _ in windows if k == key) for key in keys)
+    assert starts[2] - starts[0] < 5.0, "the first three processes started side by side"
+    for key, name, start, end in windows:
+        if name not in TIMED:
+            continue
+        for other, oname, ostart, oend in windows:
+            if other == key or oname in OWN_TIME:
+                continue
+            assert end <= ostart or oend <= start, (
+                f"{key} {name} [{start:.3f}, {end:.3f}] overlaps {other} {oname} "
+                f"[{ostart:.3f}, {oend:.3f}]")
