@@ -58,6 +58,11 @@ def engine(args: argparse.Namespace, db: str) -> tuple[float, dict[tuple[str, st
     run_id = out.stdout.strip().splitlines()[-1]
     shown = subprocess.run([sys.executable, "-m", "engine", "show", run_id, "--json", "--db", db],
                            cwd=ROOT, capture_output=True, text=True, check=True)
+    text = subprocess.run([sys.executable, "-m", "engine", "show", run_id, "--db", db], cwd=ROOT,
+                          capture_output=True, text=True).stdout
+    for line in text.splitlines():
+        if "where the time went" in line or "speedup" in line.lower() and "x [" in line:
+            print(f"engine run {run_id}:{line}", flush=True)
     first = {}
     for v in json.loads(shown.stdout)["variants"]:
         first[(v["variant"], "cold")] = v.get("first_call_cold_s")
@@ -72,11 +77,12 @@ def main() -> int:
     p.add_argument("--model", choices=sorted(MODELS), default="mlp")
     p.add_argument("--modes", default="eager,default,reduce-overhead,max-autotune")
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--db", help="keep the engine's runs in this database (default: a temporary one)")
     args = p.parse_args()
     walls: dict[str, list[float]] = {"naive": [], "engine": []}
     firsts: dict[str, dict[tuple[str, str], list[float]]] = {"naive": {}, "engine": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        db = f"sqlite:///{Path(tmp) / 'bench.db'}"
+        db = args.db or f"sqlite:///{Path(tmp) / 'bench.db'}"
         for i in range(args.repeats):
             order = ("naive", "engine") if i % 2 == 0 else ("engine", "naive")
             for who in order:
