@@ -66,16 +66,29 @@ def process_name(variant: str) -> str:
     return (NAME_PREFIX + variant)[:15]
 
 
+PROBLEMS = {0: "", 3: "torch._dynamo is imported", 4: "torch._inductor is imported",
+            5: "CUDA is initialised", None: "the probe did not finish in 120 s"}
+
+
 def _probe() -> None:
-    os._exit(0 if preloaded_ok() else 3)
+    import torch
+
+    code = (3 if "torch._dynamo" in sys.modules else 4 if "torch._inductor" in sys.modules
+            else 5 if torch.cuda.is_initialized() else 0)
+    os._exit(code)
 
 
 def fork_is_clean() -> bool:
-    """Fork one child from the server and check ``preloaded_ok`` there."""
+    """Fork one child from the server and check ``preloaded_ok`` there (why not: ``PROBLEM``)."""
+    global PROBLEM
     proc = context().Process(target=_probe)
     proc.start()
     proc.join(120)
+    PROBLEM = PROBLEMS.get(proc.exitcode, f"the probe exited with {proc.exitcode}")
     return proc.exitcode == 0
+
+
+PROBLEM = ""
 
 
 _USABLE: bool | None = None
@@ -87,13 +100,15 @@ def usable() -> bool:
     take the compiler's import out of every cold compile). Otherwise children start cold."""
     global _USABLE
     if _USABLE is None:
+        global PROBLEM
         try:
             _USABLE = enabled() and fork_is_clean()
-        except Exception:  # no fork server here: the old way
+        except Exception as e:  # no fork server here: the old way
+            PROBLEM = f"{type(e).__name__}: {e}"
             _USABLE = False
         if enabled() and not _USABLE:
-            print("compilelab: the preloaded process server is not clean (compiler or CUDA "
-                  "loaded); starting each measuring child cold instead", file=sys.stderr)
+            print(f"compilelab: the preloaded process server is not clean ({PROBLEM}); "
+                  "starting each measuring child cold instead", file=sys.stderr)
     return _USABLE
 
 
