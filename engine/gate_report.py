@@ -93,9 +93,10 @@ def to_markdown(report: GateReport, *, show_all: bool = False) -> str:
         lines += ["#### Regressions (biggest first)", "", *_table(regs), ""]
     if report.improvements:
         lines += ["#### Improvements", "", *_table(report.improvements), ""]
-    noted = [c for c in report.changes if c.verdict == "not significant"]
+    noted = [c for c in report.changes if c.verdict == "not significant"
+             or (c.verdict == "untested" and c.ratio is not None and c.ratio != 1)]
     if noted:
-        lines += ["#### Beyond the threshold but not statistically significant (not failed)",
+        lines += ["#### Beyond the threshold but not statistically established (not failed)",
                   "", *_table(noted), ""]
     if show_all:
         lines += ["#### Everything compared", "", *_table(report.changes), ""]

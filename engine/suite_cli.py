@@ -31,7 +31,8 @@ def add_suite_parsers(sub: Any) -> list[argparse.ArgumentParser]:
     m = ssub.add_parser("summary", help="headline figures per mode against the baseline")
     m.add_argument("suite", help="a suite file, or a suite name")
     m.add_argument("--tag", default=None,
-                   help="judge the latest runs with this tag (default: suite:NAME)")
+                   help="only the suite's runs that also have this tag (default: all of the "
+                        "suite's runs, tagged suite:NAME)")
     m.add_argument("--baseline", default=None, help="RUN or TAG (default: pinned baselines)")
     m.add_argument("--json", action="store_true")
     return [r, m]
@@ -77,7 +78,11 @@ def _summary(args: argparse.Namespace) -> int:
         name = load_suite(name).name
     tag = args.tag or suite_tag(name)
     db = open_database(args.db, create=False)
-    heads = latest_per_config(tagged_runs(db, tag))
+    heads_of_tag = tagged_runs(db, tag)
+    if args.tag:  # the suite's runs among those with the tag
+        of_suite = {h.run_id for h in tagged_runs(db, suite_tag(name))}
+        heads_of_tag = [h for h in heads_of_tag if h.run_id in of_suite]
+    heads = latest_per_config(heads_of_tag)
     if not heads:
         raise SuiteError(f"no finished run is tagged {tag!r}")
     ids = [h.run_id for h in heads.values()]

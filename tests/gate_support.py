@@ -36,8 +36,10 @@ def finished_run(db: Any, speedups: list[float] | None = None, *, model: str = "
                  batch: int = 8, tags: tuple[str, ...] = (), compile_s: float = 3.0,
                  env: dict[str, Any] | None = None, failed_variant: bool = False) -> int:
     """A done run of eager + default with the given per-process speedups of default."""
-    spec = {"model": model, "dims": {"batch": batch}, "dtype": "float32", "device": "cpu",
-            "variants": ["eager", "default"], "backend": "inductor"}
+    from engine.spec import normalise
+
+    spec = normalise({"model": model, "dims": {"batch": batch}, "dtype": "float32",
+                      "device": "cpu", "variants": ["eager", "default"]})
     run_id = enqueue_run(db, spec, tags=list(tags))
     claim_run(db, run_id, "test-worker")
     save_variant_result(db, run_id, {"variant": "eager", "status": "ok", "correct": True,

@@ -132,7 +132,7 @@ def test_bad_input_exits_2_with_one_line(lab, capsys, args, message):
     from storage import enqueue_run
 
     enqueue_run(db, {"model": "mlp", "dims": {}, "variants": ["eager"]})
-    finished_run(db, model="bert", tags=("other",))
+    finished_run(db, model="resnet_small", tags=("other",))
     code, out, err = gate(url, *args, capsys=capsys)
     assert code == 2 and out == ""
     assert message in err and err.count("\n") == 1
