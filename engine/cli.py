@@ -1,4 +1,5 @@
-"""``python -m engine``: models | run | show | worker | cancel.
+"""``python -m engine``: models | run | show | worker | cancel (and, from engine/cli_more.py,
+gate | export | import | rerun | baseline | suite).
 
 Bad input gets one clear line on stderr and exit code 2, and nothing is stored: the spec, tags
 and note are validated completely (including the device, the backend and user factories) before
@@ -136,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("cancel", help="cancel a queued or running run")
     c.add_argument("run_id", type=_run_id)
-    for sp in (r, s, w, c):
+    from engine.cli_more import add_parsers
+
+    for sp in (r, s, w, c, *add_parsers(sub, _run_id)):
         sp.add_argument("--db", default=None,
                         help="database URL (default: $COMPILELAB_DB or sqlite:///compilelab.db)")
     return p
@@ -172,32 +175,12 @@ class ProgressLine:
             sys.stderr.write("\n")
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from storage.text import check_note, normalize_tags
-
-    dims, sweep = _parse_dims(args.dim)
-    tags, note = normalize_tags(args.tag), check_note(args.note)
-    raw = {
-        "model": args.model, "dims": dims, "sweep": sweep, "dtype": args.dtype,
-        "device": args.device, "variants": [v.strip() for v in args.variants.split(",") if v],
-        "backend": args.backend, "dynamic": args.dynamic, "fullgraph": args.fullgraph,
-        "warmup_calls": args.warmup_calls, "min_samples": args.min_samples,
-        "min_time_s": args.min_time, "max_time_s": args.max_time, "pipeline_k": args.pipeline_k,
-        "timeout_s": args.timeout, "seed": args.seed, "warm_cache": not args.no_warm_cache,
-        "processes": args.processes, "max_processes": args.max_processes,
-        "target_halfwidth": args.target_halfwidth, "process_budget_s": args.process_budget,
-        "concurrency": args.concurrency,
-    }
-    # The local user typed this command, file and module references included.
-    spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)
-    from storage import open_database, queue
-
-    db = open_database(args.db)
-    run_id = queue.enqueue_run(db, spec, tags=tags, note=note)
-    if args.queue:
-        print(run_id if args.json else f"queued run {run_id}")
-        return 0
+def execute_here(db: Any, run_id: int, spec: dict[str, Any]) -> str:
+    """Claim queued run ``run_id`` and measure it in this process with a progress line on
+    stderr; returns its final status, or ``cancelled:SIGNUM`` when a signal ended it (the run
+    is then finished as cancelled).  Shared by ``run``, ``suite run`` and ``rerun --now``."""
     from engine.execute import execute_run
+    from storage import queue
 
     worker_id = queue.worker_identity("cli")
     if not queue.claim_run(db, run_id, worker_id):
@@ -233,7 +216,38 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"interrupted by {name}"
         queue.finish_run(db, run_id, "cancelled", error=reason, worker_id=worker_id)
         print(f"run {run_id} cancelled ({reason})", file=sys.stderr)
-        return 128 + caught[0]
+        return f"cancelled:{caught[0]}"
+    return status
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from storage.text import check_note, normalize_tags
+
+    dims, sweep = _parse_dims(args.dim)
+    tags, note = normalize_tags(args.tag), check_note(args.note)
+    raw = {
+        "model": args.model, "dims": dims, "sweep": sweep, "dtype": args.dtype,
+        "device": args.device, "variants": [v.strip() for v in args.variants.split(",") if v],
+        "backend": args.backend, "dynamic": args.dynamic, "fullgraph": args.fullgraph,
+        "warmup_calls": args.warmup_calls, "min_samples": args.min_samples,
+        "min_time_s": args.min_time, "max_time_s": args.max_time, "pipeline_k": args.pipeline_k,
+        "timeout_s": args.timeout, "seed": args.seed, "warm_cache": not args.no_warm_cache,
+        "processes": args.processes, "max_processes": args.max_processes,
+        "target_halfwidth": args.target_halfwidth, "process_budget_s": args.process_budget,
+        "concurrency": args.concurrency,
+    }
+    # The local user typed this command, file and module references included.
+    spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)
+    from storage import open_database, queue
+
+    db = open_database(args.db)
+    run_id = queue.enqueue_run(db, spec, tags=tags, note=note)
+    if args.queue:
+        print(run_id if args.json else f"queued run {run_id}")
+        return 0
+    status = execute_here(db, run_id, spec)
+    if status.startswith("cancelled:"):
+        return 128 + int(status.split(":")[1])
     if args.json:
         print(run_id)
         return 0
@@ -284,6 +298,11 @@ def main(argv: list[str] | None = None) -> int:
             from engine.worker import main as worker_main
 
             return worker_main(args)
+        from engine.cli_more import dispatch
+
+        code = dispatch(args)
+        if code is not None:
+            return code
     except (SpecError, CatalogueError, UsageError, LookupError, DatabaseOpenError, SchemaError,
             ValueError, TypeError) as e:
         # ValueError/TypeError: storage.text's rule for tags and notes (TextError), or a value

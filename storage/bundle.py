@@ -18,9 +18,10 @@ surrogates, NUL), numbers that are not finite, negative latencies or durations, 
 other than plain identifiers (they are shown in verdicts and chart labels), and more than the
 limits below (size, nesting depth, runs, variants, samples).
 
-Importing the same runs twice does not duplicate them: a run is identified by its model and its
-``created_at`` (microseconds, kept by export and import). ``import_bundle_result`` says which
-runs were new and which were already here.
+Importing the same runs twice does not duplicate them: two runs are the same when their content
+fingerprints match (``storage/fingerprint.py``: model, ``created_at`` to the microsecond, spec,
+environment and every result; not tags or notes). ``import_bundle_result`` says which runs were
+new and which were already here.
 
 Versions: 2 added ``eager_median_ms`` to the sweep points (``variants[].sweep[]``). Version 1
 bundles (without it) still import, with the field missing (null). The version is bumped for any
@@ -35,7 +36,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -43,6 +44,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import DataError, IntegrityError
 
 from storage.db import Database
+from storage.fingerprint import run_fingerprint
 from storage.models import (
     FAILURE_KINDS,
     FINAL_RUN_STATUSES,
@@ -140,70 +142,74 @@ def export_bundle(db: Database, run_ids: Iterable[int]) -> dict[str, Any]:
     ``BundleError`` names the others, and unknown ids.
     """
     wanted = list(dict.fromkeys(int(run_id) for run_id in run_ids))
-    runs: dict[int, Run] = {}
-    tags: dict[int, list[str]] = defaultdict(list)
-    variants: dict[int, list[VariantResult]] = defaultdict(list)
-    children: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     with db.session() as session:
-        for ids in id_chunks(wanted):
-            runs.update(
-                (run.id, run) for run in session.scalars(select(Run).where(Run.id.in_(ids)))
-            )
-            for run_id, tag in session.execute(
-                select(RunTag.run_id, RunTag.tag).where(RunTag.run_id.in_(ids)).order_by(RunTag.tag)
-            ):
-                tags[run_id].append(tag)
-            for entity in session.scalars(
-                select(VariantResult)
-                .where(VariantResult.run_id.in_(ids))
-                .order_by(VariantResult.id)
-            ):
-                variants[entity.run_id].append(entity)
-            for key, child in (
-                ("graph_breaks", GraphBreak),
-                ("recompiles", Recompile),
-                ("sweep", SweepPoint),
-            ):
-                rows = session.scalars(
-                    select(child)
-                    .join(VariantResult, VariantResult.id == child.variant_result_id)
-                    .where(VariantResult.run_id.in_(ids))
-                    .order_by(child.variant_result_id, child.position)
-                )
-                for row in rows:
-                    children[row.variant_result_id][key].append(row)
-
+        runs = export_runs(session, wanted)
     missing = [run_id for run_id in wanted if run_id not in runs]
     if missing:
         raise BundleError(f"no runs with ids {missing}")
-    unfinished = [run_id for run_id in wanted if runs[run_id].status not in FINAL_RUN_STATUSES]
+    unfinished = [run_id for run_id in wanted if runs[run_id]["status"] not in FINAL_RUN_STATUSES]
     if unfinished:
         raise BundleError(f"runs {unfinished} have not finished yet; export finished runs only")
-
     return {
         "format": BUNDLE_FORMAT,
         "version": BUNDLE_VERSION,
         "exported_at": utcnow().isoformat(),
-        "runs": [
-            {
-                "source_id": run.id,
-                "created_at": _iso(run.created_at),
-                "started_at": _iso(run.started_at),
-                "finished_at": _iso(run.finished_at),
-                "status": run.status,
-                "model": run.model,
-                "dims": run.dims,
-                "dtype": run.dtype,
-                "device": run.device,
-                "spec": run.spec,
-                "error": run.error,
-                "note": run.note,
-                "environment": run.environment,
-                "tags": tags[run.id],
-                "variants": [_variant_dict(v, children[v.id]) for v in variants[run.id]],
-            }
-            for run in (runs[run_id] for run_id in wanted)
-        ],
+        "runs": [runs[run_id] for run_id in wanted],
+    }
+
+
+def export_runs(session: Any, wanted: list[int]) -> dict[int, dict[str, Any]]:
+    """The bundle form of each run in ``wanted`` that exists, by id, read in ``session``."""
+    runs: dict[int, Run] = {}
+    tags: dict[int, list[str]] = defaultdict(list)
+    variants: dict[int, list[VariantResult]] = defaultdict(list)
+    children: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    for ids in id_chunks(wanted):
+        runs.update(
+            (run.id, run) for run in session.scalars(select(Run).where(Run.id.in_(ids)))
+        )
+        for run_id, tag in session.execute(
+            select(RunTag.run_id, RunTag.tag).where(RunTag.run_id.in_(ids)).order_by(RunTag.tag)
+        ):
+            tags[run_id].append(tag)
+        for entity in session.scalars(
+            select(VariantResult)
+            .where(VariantResult.run_id.in_(ids))
+            .order_by(VariantResult.id)
+        ):
+            variants[entity.run_id].append(entity)
+        for key, child in (
+            ("graph_breaks", GraphBreak),
+            ("recompiles", Recompile),
+            ("sweep", SweepPoint),
+        ):
+            rows = session.scalars(
+                select(child)
+                .join(VariantResult, VariantResult.id == child.variant_result_id)
+                .where(VariantResult.run_id.in_(ids))
+                .order_by(child.variant_result_id, child.position)
+            )
+            for row in rows:
+                children[row.variant_result_id][key].append(row)
+    return {
+        run.id: {
+            "source_id": run.id,
+            "created_at": _iso(run.created_at),
+            "started_at": _iso(run.started_at),
+            "finished_at": _iso(run.finished_at),
+            "status": run.status,
+            "model": run.model,
+            "dims": run.dims,
+            "dtype": run.dtype,
+            "device": run.device,
+            "spec": run.spec,
+            "error": run.error,
+            "note": run.note,
+            "environment": run.environment,
+            "tags": tags[run.id],
+            "variants": [_variant_dict(v, children[v.id]) for v in variants[run.id]],
+        }
+        for run in runs.values()
     }
 
 
@@ -555,52 +561,69 @@ def import_bundle(db: Database, bundle: Mapping[str, Any] | str | bytes) -> list
 
 @dataclass(frozen=True)
 class ImportResult:
-    """What ``import_bundle_result`` did: ids of the runs it created, in bundle order, and the
-    ids of the runs of the bundle that this database already held (not imported again)."""
+    """What ``import_bundle_result`` did: ids of the runs it created, in bundle order, the ids
+    of the runs of the bundle that this database already held (not imported again), and
+    ``ids``: every run of the bundle as its id here, in bundle order."""
 
     new_ids: list[int]
     existing_ids: list[int]
+    ids: list[int] = field(default_factory=list)
 
 
 def _identity(created_at: datetime, model: str) -> tuple[datetime, str]:
     return created_at, model
 
 
-def _existing_runs(session: Any, keys: list[tuple[datetime, str]]) -> dict[tuple, int]:
-    """Ids of the runs already stored under these (created_at, model) identities."""
-    found: dict[tuple, int] = {}
+def _existing_runs(session: Any, keys: list[tuple[datetime, str]]) -> dict[tuple, list[int]]:
+    """Ids of the runs already stored under these (created_at, model) identities: the runs that
+    may be the same run (storage/fingerprint.py decides)."""
+    found: dict[tuple, list[int]] = defaultdict(list)
     moments = sorted({moment for moment, _model in keys})
     for i in range(0, len(moments), 500):
         rows = session.execute(
             select(Run.id, Run.created_at, Run.model).where(
                 Run.created_at.in_(moments[i : i + 500])
-            )
+            ).order_by(Run.id)
         )
         for run_id, created_at, model in rows:
-            found.setdefault(_identity(created_at, model), run_id)
+            found[_identity(created_at, model)].append(run_id)
     return found
 
 
 def import_bundle_result(db: Database, bundle: Mapping[str, Any] | str | bytes) -> ImportResult:
-    """``import_bundle`` that also reports the runs that were already here."""
+    """``import_bundle`` that also reports the runs that were already here.
+
+    A run is already here when a stored run has the same content fingerprint
+    (``storage.fingerprint``: model, times, spec, environment and results; not tags or note).
+    Only runs with the same model and ``created_at`` are fingerprinted, so this stays cheap.
+    """
     data = parse_bundle(bundle) if isinstance(bundle, (str, bytes)) else validate_bundle(bundle)
     try:
         entities = [_run_entity(run) for run in data["runs"]]
     except (TypeError, ValueError) as exc:  # validation should have caught it; say so plainly
         raise BundleError(f"bundle rejected: {exc}") from exc
+    prints = [run_fingerprint(run) for run in data["runs"]]
     try:
         with db.session(write=True) as session:
             keys = [_identity(run.created_at, run.model) for run in entities]
             known = _existing_runs(session, keys)
-            fresh, existing, seen = [], [], set()
-            for key, run in zip(keys, entities, strict=True):
-                if key in known:
-                    existing.append(known[key])
-                elif key not in seen:  # the same run twice in one bundle: once
-                    seen.add(key)
+            stored = export_runs(session, [i for ids in known.values() for i in ids])
+            here = {run_fingerprint(run): run_id for run_id, run in sorted(stored.items())}
+            fresh, existing, seen = [], [], {}
+            order: list[Run | int] = []
+            for fp, run in zip(prints, entities, strict=True):
+                if fp in here:
+                    existing.append(here[fp])
+                    order.append(here[fp])
+                elif fp in seen:  # the same run twice in one bundle: once
+                    order.append(seen[fp])
+                else:
+                    seen[fp] = run
                     fresh.append(run)
+                    order.append(run)
             session.add_all(fresh)
             session.flush()
-            return ImportResult([run.id for run in fresh], list(dict.fromkeys(existing)))
+            ids = [item if isinstance(item, int) else item.id for item in order]
+            return ImportResult([run.id for run in fresh], list(dict.fromkeys(existing)), ids)
     except (IntegrityError, DataError) as exc:
         raise BundleError(f"bundle rejected by the database: {exc.orig}") from exc

@@ -8,6 +8,7 @@ from storage.models.base import (
     Base,
     utcnow,
 )
+from storage.models.baseline import ALL_CONFIGS, Baseline
 from storage.models.graph_break import GraphBreak
 from storage.models.recompile import Recompile
 from storage.models.run import Run
@@ -16,11 +17,13 @@ from storage.models.sweep_point import SweepPoint
 from storage.models.variant_result import VariantResult
 
 __all__ = [
+    "ALL_CONFIGS",
     "FAILURE_KINDS",
     "FINAL_RUN_STATUSES",
     "RUN_STATUSES",
     "VARIANT_STATUSES",
     "Base",
+    "Baseline",
     "GraphBreak",
     "Recompile",
     "Run",

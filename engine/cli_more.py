@@ -1,0 +1,33 @@
+"""The regression-catching commands of ``python -m engine``, wired into engine/cli.py with two
+calls (``add_parsers`` and ``dispatch``) so that file stays small: gate (engine/gate_cli.py),
+export, import, rerun and baseline (engine/cli_history.py), suite (engine/suite_cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from engine.cli_history import (
+    add_history_parsers,
+    cmd_baseline,
+    cmd_export,
+    cmd_import,
+    cmd_rerun,
+)
+from engine.gate_cli import add_gate_parser, cmd_gate
+from engine.suite_cli import add_suite_parsers, cmd_suite
+
+COMMANDS = {"gate": cmd_gate, "export": cmd_export, "import": cmd_import, "rerun": cmd_rerun,
+            "baseline": cmd_baseline, "suite": cmd_suite}
+
+
+def add_parsers(sub: Any, run_id_type: Any) -> list[argparse.ArgumentParser]:
+    """Add the commands; returns the parsers that take ``--db``."""
+    return [add_gate_parser(sub), *add_history_parsers(sub, run_id_type),
+            *add_suite_parsers(sub)]
+
+
+def dispatch(args: argparse.Namespace) -> int | None:
+    """Run the command if it is one of these (None otherwise)."""
+    command = COMMANDS.get(args.cmd)
+    return None if command is None else command(args)
