@@ -28,7 +28,7 @@ from typing import Any  # noqa: E402
 import torch  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 
-from engine import signals  # noqa: E402
+from engine import forensics, losttime, signals  # noqa: E402
 from engine.catalogue import get_model, load_factory  # noqa: E402
 from engine.hostload import HostLoad, settle_compile_workers  # noqa: E402
 from engine.timing import Timer  # noqa: E402
@@ -295,8 +295,9 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 # warm-up and paired rounds like the cold process, nothing else.
                 stage = "compiling"
                 progress("warm-cache compile", 0.1, force=True)
-                with clock.phase("compile"):
+                with clock.phase("compile"), forensics.CompileWatch(phase) as watch:
                     res["first_call_warm_s"] = timer.wall_ms(fn) / 1e3
+                res["compile_cache"] = [watch.result()]
                 res["compile_phases_warm_s"] = signals.compile_phases()
                 stage = "warm-up"
                 with clock.phase("warm-up"):
@@ -316,6 +317,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 torch.cuda.reset_peak_memory_stats()
             warm: list[float] = [ref_ms] if is_eager else []
             stage = "compiling" if not is_eager else "warm-up"
+            watch = forensics.CompileWatch(phase).__enter__() if not is_eager else None
             while len(warm) < n_warm:
                 capture.context = {"call_index": len(warm) + 1}
                 progress("compiling" if not warm else "warm-up", 0.1 + 0.2 * len(warm) / n_warm,
@@ -324,6 +326,9 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                     warm.append(timer.wall_ms(fn))
                 stage = "warm-up"
             res["warmup_ms"] = warm
+            if watch is not None:  # what the caches did during the compile (engine/forensics)
+                watch.__exit__(None, None, None)
+                res["compile_cache"] = [watch.result()]
             res["first_call_cold_s"] = warm[0] / 1e3
             res["compile_phases_s"] = signals.compile_phases()
             if device.startswith("cuda"):
@@ -379,10 +384,14 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             if not is_eager:
                 progress("profiling", 0.95, force=True)
                 res["graph_count"] = counts.get("graph_count")
+                lost = (losttime.LostTime(fn, device.startswith("cuda"))
+                        if run.get("profile", True) else None)  # before explain resets dynamo
                 explained = signals.explain_breaks(model, inputs)  # resets dynamo: keep last
                 res["graph_breaks"] = explained["graph_breaks"]
                 res["graph_break_count"] = max(explained["graph_break_count"],
                                                counts.get("graph_break_total", 0))
+                if lost is not None:
+                    res.update(lost.result(res, run, variant))
             else:
                 res.update(graph_count=0, graph_break_count=0, graph_breaks=[])
             profiling.__exit__(None, None, None)

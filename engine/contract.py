@@ -147,6 +147,21 @@ FIGURES: tuple[Figure, ...] = (
        column=False),
     _r("processes", "json", None, "per measuring process: phase, block, samples, host load, "
        "start/end (unix s)", column=False),
+    # ---- compile forensics (engine/forensics.py, engine/losttime.py, engine/startup.py)
+    _r("compile_cache", "json", None, "per compile (cold, then each warm-cache process): "
+       "torch's cache counters under torch's names (fxgraph_cache_hit, fxgraph_cache_miss, "
+       "autograd_cache_hit, ...) as integers, per-frame cache counts, torch's miss reasons",
+       column=False),
+    _r("warm_cache_missed", "bool", "warm cache missed", "a warm-cache compile missed or "
+       "bypassed the FX graph or AOTAutograd cache", column=False),
+    _r("warm_cache_miss_reason", "str", None, "why, in torch's words where it gives them",
+       column=False),
+    _r("lost_time", "json", None, "why not faster: ranked time lost per call (graph breaks "
+       "with file:line, guards, Python, launch-bound, uncaptured CUDA graphs; recompiles), "
+       "shares from a profiler pass applied to the steady-state median", column=False),
+    _r("cudagraph_coverage", "json", None, "reduce-overhead / max-autotune: graphs captured "
+       "and skipped (with inductor's reasons), share of the call inside captured graphs",
+       column=False),
     # ---- derived by engine/stats.py (the stats block)
     _s("median_ms", "float", "median ms/call",
        "geometric mean over processes of each process's per-call median"),

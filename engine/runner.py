@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine import forked, stats
+from engine import forensics, forked, stats
 from engine.environment import PROJECT_ROOT
 from engine.eta import Eta, describe
 
@@ -214,6 +214,7 @@ def _merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
     # inductor's defaults, as a user's restart (later ones run without the compile-worker pool).
     base["first_call_warm_s"] = base["processes"][1].get("first_call_s")
     base.setdefault("compile_phases_warm_s", child.get("compile_phases_warm_s"))
+    forensics.merge_cache(base, child)
 
 
 def _first_process(result: dict[str, Any]) -> None:
