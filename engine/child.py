@@ -28,7 +28,7 @@ from typing import Any  # noqa: E402
 import torch  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 
-from engine import forensics, losttime, signals  # noqa: E402
+from engine import forensics, losttime, signals, startup  # noqa: E402
 from engine.catalogue import get_model, load_factory  # noqa: E402
 from engine.hostload import HostLoad, settle_compile_workers  # noqa: E402
 from engine.timing import Timer  # noqa: E402
@@ -290,6 +290,11 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             # budget (quick CPU checks) gets smaller blocks rather than more samples than asked.
             budget["block"] = min(BLOCK, budget["min_samples"])
             fns = {"variant": fn} if is_eager else {"eager": eager, "variant": fn}
+            if phase in startup.PHASES and not is_eager:  # a start-up strategy's own process
+                stage = "compiling"
+                res["startup"] = startup.measure_strategy(phase, model, inputs, run, variant,
+                                                          timer, kwargs)
+                return res
             if phase == "warm_cache":
                 # A further measuring process: its first call is the warm-cache compile, then
                 # warm-up and paired rounds like the cold process, nothing else.
@@ -329,6 +334,8 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             if watch is not None:  # what the caches did during the compile (engine/forensics)
                 watch.__exit__(None, None, None)
                 res["compile_cache"] = [watch.result()]
+                if run.get("startup"):  # for the portable-artifacts strategy (engine/startup)
+                    startup.save_artifacts(res)
             res["first_call_cold_s"] = warm[0] / 1e3
             res["compile_phases_s"] = signals.compile_phases()
             if device.startswith("cuda"):

@@ -59,6 +59,9 @@ class RunSpec:
     max_processes: int = 4
     target_halfwidth: float = 0.05
     process_budget_s: float = 30.0
+    # Start-up strategies side by side (engine/startup.py): two more processes per compiled
+    # variant, portable cache artifacts and regional compilation, beside cold and warm.
+    startup: bool = False
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -159,6 +162,11 @@ FIGURES: tuple[Figure, ...] = (
     _r("lost_time", "json", None, "why not faster: ranked time lost per call (graph breaks "
        "with file:line, guards, Python, launch-bound, uncaptured CUDA graphs; recompiles), "
        "shares from a profiler pass applied to the steady-state median", column=False),
+    _r("startup", "json", None, "start-up strategies (spec option startup): time to first "
+       "call cold, warm local cache, portable cache artifacts, regional compilation",
+       column=False),
+    _r("cache_artifacts", "json", None, "torch.compiler.save_cache_artifacts in the cold "
+       "process: bytes, save seconds", column=False),
     _r("cudagraph_coverage", "json", None, "reduce-overhead / max-autotune: graphs captured "
        "and skipped (with inductor's reasons), share of the call inside captured graphs",
        column=False),

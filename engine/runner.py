@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine import forensics, forked, stats
+from engine import forensics, forked, startup, stats
 from engine.environment import PROJECT_ROOT
 from engine.eta import Eta, describe
 
@@ -371,5 +371,8 @@ def run_variants(
             slots["planned"] = slots["done"] + len(active)
             eta.set_left("cold", 0)
             eta.set_left("warm", max(k_min - index, 1) * len(active) if active else 0)
+        if spec.get("startup") and not should_cancel():  # engine/startup.py
+            startup.run_strategies(spec, compiled, results, root, run_child, progress_for,
+                                   should_cancel, lambda r: on_result(_with_stats(r, eager_first_ms)))
 
     return [_with_stats(results[v], eager_first_ms) for v in variants if v in results]
