@@ -28,7 +28,7 @@ from typing import Any  # noqa: E402
 import torch  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 
-from engine import forensics, losttime, signals, startup  # noqa: E402
+from engine import forensics, losttime, roofline, signals, startup  # noqa: E402
 from engine.catalogue import get_model, load_factory  # noqa: E402
 from engine.hostload import HostLoad, settle_compile_workers  # noqa: E402
 from engine.timing import Timer  # noqa: E402
@@ -385,6 +385,9 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                     res["eager_device_busy_ms_per_call"] = eager_prof["device_busy_ms_per_call"]
                 else:
                     res["eager_device_busy_ms_per_call"] = res.get("device_busy_ms_per_call")
+                # FLOPs / bytes per call against the GPU's ceilings (engine/roofline.py)
+                res["roofline"] = roofline.figures(model, inputs, res.get("wall_ms_per_call"),
+                                                   device)
             counts = signals.dynamo_counters()
             res["recompiles"] = capture.recompiles
             res["cudagraph_skips"] = capture.cudagraph_skips

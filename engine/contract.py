@@ -167,6 +167,9 @@ FIGURES: tuple[Figure, ...] = (
        column=False),
     _r("cache_artifacts", "json", None, "torch.compiler.save_cache_artifacts in the cold "
        "process: bytes, save seconds", column=False),
+    _r("roofline", "json", None, "FLOPs per call (FlopCounterMode), bytes per call (estimate: "
+       "parameters, inputs, outputs once), achieved TFLOP/s and GB/s against the GPU's measured "
+       "bf16-matmul and copy ceilings", column=False),
     _r("cudagraph_coverage", "json", None, "reduce-overhead / max-autotune: graphs captured "
        "and skipped (with inductor's reasons), share of the call inside captured graphs",
        column=False),

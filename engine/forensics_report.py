@@ -104,13 +104,33 @@ def startup_line(row: dict[str, Any]) -> str | None:
     return f"  start-up [{row['variant']}] (time to first call): " + " | ".join(parts)
 
 
+def roofline_line(row: dict[str, Any]) -> str | None:
+    r = row.get("roofline")
+    if not r or r.get("error") or not r.get("flops_per_call") and not r.get(
+            "bytes_per_call_estimate"):
+        return None
+    text = (f"  hardware [{row['variant']}]: {r['flops_per_call'] / 1e9:.3g} GFLOP/call, "
+            f"~{r['bytes_per_call_estimate'] / 2**20:.3g} MiB/call (estimate)")
+    tf, gb = _num(r.get("achieved_tflops")), _num(r.get("achieved_gbps_estimate"))
+    if tf is not None and gb is not None:
+        text += f" -> {tf:.3g} TFLOP/s, ~{gb:.3g} GB/s"
+    if _num(r.get("peak_tflops_bf16")):
+        text += (f" of measured peaks {r['peak_tflops_bf16']:.0f} TFLOP/s (bf16 matmul), "
+                 f"{r['peak_copy_gbps']:.0f} GB/s (copy): {r.get('share_of_peak_tflops', 0):.1%}"
+                 f" / {r.get('share_of_peak_gbps', 0):.1%}")
+    return text
+
+
 def lines(rows: list[dict[str, Any]]) -> list[str]:
     """Every forensics line of a run's compiled variants, in table order."""
     out: list[str] = []
     for row in rows:
         if row.get("variant") == "eager":
+            piece = roofline_line(row)
+            out += [piece] if piece else []
             continue
-        for piece in (cache_line(row), startup_line(row), coverage_line(row)):
+        for piece in (cache_line(row), startup_line(row), coverage_line(row),
+                      roofline_line(row)):
             if piece:
                 out.append(piece)
         seg = phase_segments(row.get("compile_phases_s"), _num(row.get("first_call_cold_s")))

@@ -240,3 +240,17 @@ def test_graph_break_model_lost_time_names_its_three_breaks(tmp_path):
         assert breaks[line]["file"].endswith("engine/models/breaks.py")
         assert 0 < breaks[line]["share"] < 1 and breaks[line]["ms_per_call"] > 0
         assert word in breaks[line]["action"]
+
+
+def test_roofline_counts_matmul_flops_and_estimates_bytes():
+    import torch
+
+    from engine import roofline
+
+    model = torch.nn.Linear(64, 32, bias=False)
+    x = torch.randn(8, 64)
+    out = roofline.figures(model, (x,), median_ms=1.0, device="cpu")
+    assert out["flops_per_call"] == 2 * 8 * 64 * 32
+    assert out["bytes_per_call_estimate"] == 4 * (64 * 32 + 8 * 64 + 8 * 32)
+    assert out["achieved_tflops"] == pytest.approx(2 * 8 * 64 * 32 / 1e-3 / 1e12)
+    assert "peak_tflops_bf16" not in out  # ceilings only on a GPU
