@@ -254,3 +254,26 @@ def test_roofline_counts_matmul_flops_and_estimates_bytes():
     assert out["bytes_per_call_estimate"] == 4 * (64 * 32 + 8 * 64 + 8 * 32)
     assert out["achieved_tflops"] == pytest.approx(2 * 8 * 64 * 32 / 1e-3 / 1e12)
     assert "peak_tflops_bf16" not in out  # ceilings only on a GPU
+
+
+@pytest.mark.slow  # three child processes: about a minute on 2 busy cores
+def test_cli_plumbing_stores_cache_counters_per_compile_in_show_json(db_url):
+    """aot_eager (the compiler is not the point): every compile of the variant, cold then warm,
+    reaches ``show --json`` with torch's core cache counters as integers, and the lost-time
+    account and its note travel with it."""
+    from tests.conftest import FAST, run_cli
+
+    p = run_cli("run", "--model", "mlp", "--dim", "batch=2", "--dim", "hidden=8",
+                "--variants", "eager,default", "--backend", "aot_eager", *FAST, db_url=db_url)
+    assert p.returncode == 0, p.stderr[-2000:]
+    p = run_cli("show", "1", "--json", db_url=db_url)
+    assert p.returncode == 0, p.stderr[-2000:]
+    v = next(x for x in json.loads(p.stdout)["variants"] if x["variant"] == "default")
+    assert [c["phase"] for c in v["compile_cache"]] == ["cold", "warm_cache"]
+    for c in v["compile_cache"]:
+        assert set(forensics.CORE) <= set(c["counters"])
+        assert all(type(n) is int for n in c["counters"].values())
+    assert v["warm_cache_missed"] is False  # aot_eager uses no FX graph cache: nothing missed
+    assert "lost_time" in v and isinstance(v["lost_time"]["items"], list)
+    text = run_cli("show", "1", db_url=db_url).stdout
+    assert "compile cache [default]: cold:" in text
