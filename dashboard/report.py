@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from dashboard import tables
+from dashboard import charts_forensics, tables
 from dashboard.verdict import Verdict
 
 _CSS = """
@@ -99,6 +99,8 @@ def build_report(
     parts.append(_table(tables.graph_breaks_table(graph_breaks)))
     parts.append("<h2>Recompiles</h2>")
     parts.append(_table(tables.recompiles_table(recompiles)))
+    parts.append("<h2>Compile caches</h2>")  # torch's counters per compile
+    parts.append(_table(charts_forensics.cache_table(variants)))
     failed = tables.failed_variants(variants)
     if not failed.empty:
         parts.append("<h2>Failed variants</h2>")

@@ -28,7 +28,7 @@ from typing import Any  # noqa: E402
 import torch  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 
-from engine import gates, signals  # noqa: E402
+from engine import forensics, gates, losttime, roofline, signals, startup  # noqa: E402
 from engine.catalogue import get_model, load_factory  # noqa: E402
 from engine.hostload import HostLoad, settle_compile_workers  # noqa: E402
 from engine.timing import Timer  # noqa: E402
@@ -301,15 +301,21 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             # budget (quick CPU checks) gets smaller blocks rather than more samples than asked.
             budget["block"] = min(BLOCK, budget["min_samples"])
             fns = {"variant": fn} if is_eager else {"eager": eager, "variant": fn}
+            if phase in startup.PHASES and not is_eager:  # a start-up strategy's own process
+                stage = "compiling"
+                res["startup"] = startup.measure_strategy(phase, model, inputs, run, variant,
+                                                          timer, kwargs)
+                return res
             if phase == "warm_cache":
                 # A further measuring process: its first call is the warm-cache compile, then
                 # warm-up and paired rounds like the cold process, nothing else.
                 _gate(clock, "compile", progress, 0.05)
                 stage = "compiling"
                 progress("warm-cache compile", 0.1, force=True)
-                with clock.phase("compile"):
+                with clock.phase("compile"), forensics.CompileWatch(phase) as watch:
                     res["first_call_warm_s"] = timer.wall_ms(fn) / 1e3
                 capture.attach_existing()
+                res["compile_cache"] = [watch.result()]
                 res["compile_phases_warm_s"] = signals.compile_phases()
                 _gate(clock, "time", progress, 0.2)
                 stage = "warm-up"
@@ -334,9 +340,13 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 stage = "compiling"
                 capture.context = {"call_index": 1}
                 progress("compiling", 0.1, force=True)
-                with clock.phase("compile"):
+                with clock.phase("compile"), forensics.CompileWatch(phase) as watch:
                     warm.append(timer.wall_ms(fn))
                 capture.attach_existing()
+                # what the caches did during the compile (engine/forensics)
+                res["compile_cache"] = [watch.result()]
+                if run.get("startup"):  # for the portable-artifacts strategy (engine/startup)
+                    startup.save_artifacts(res)
             _gate(clock, "time", progress, 0.2)  # from here on, this process times alone
             stage = "warm-up"
             while len(warm) < n_warm:
@@ -394,16 +404,23 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                     res["eager_device_busy_ms_per_call"] = eager_prof["device_busy_ms_per_call"]
                 else:
                     res["eager_device_busy_ms_per_call"] = res.get("device_busy_ms_per_call")
+                # FLOPs / bytes per call against the GPU's ceilings (engine/roofline.py)
+                res["roofline"] = roofline.figures(model, inputs, res.get("wall_ms_per_call"),
+                                                   device)
             counts = signals.dynamo_counters()
             res["recompiles"] = capture.recompiles
             res["cudagraph_skips"] = capture.cudagraph_skips
             if not is_eager:
                 progress("profiling", 0.95, force=True)
                 res["graph_count"] = counts.get("graph_count")
+                lost = (losttime.LostTime(fn, device.startswith("cuda"))
+                        if run.get("profile", True) else None)  # before explain resets dynamo
                 explained = signals.explain_breaks(model, inputs)  # resets dynamo: keep last
                 res["graph_breaks"] = explained["graph_breaks"]
                 res["graph_break_count"] = max(explained["graph_break_count"],
                                                counts.get("graph_break_total", 0))
+                if lost is not None:
+                    res.update(lost.result(res, run, variant))
             else:
                 res.update(graph_count=0, graph_break_count=0, graph_breaks=[])
             profiling.__exit__(None, None, None)

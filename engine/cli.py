@@ -110,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "side, each times alone (0 = from the host's cores: 1 below 8)")
     r.add_argument("--no-warm-cache", action="store_true", help="do not insist on a warm-cache process: with --processes 1 the "
                         "variant runs in one (cold) process only")
+    r.add_argument("--startup-strategies", action="store_true", help="also measure start-up "
+                   "strategies per compiled variant: portable cache artifacts and regional "
+                   "compilation, beside cold and warm local cache (two more processes each)")
     r.add_argument("--tag", action="append", default=[])
     r.add_argument("--note", default="")
     r.add_argument("--queue", action="store_true",
@@ -234,7 +237,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "timeout_s": args.timeout, "seed": args.seed, "warm_cache": not args.no_warm_cache,
         "processes": args.processes, "max_processes": args.max_processes,
         "target_halfwidth": args.target_halfwidth, "process_budget_s": args.process_budget,
-        "concurrency": args.concurrency,
+        "concurrency": args.concurrency, "startup": args.startup_strategies,
     }
     # The local user typed this command, file and module references included.
     spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)

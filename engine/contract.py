@@ -62,6 +62,9 @@ class RunSpec:
     # Measuring processes alive at once (engine/schedule.py: they prepare and compile side by
     # side, each times alone); 0 = chosen from the host's cores (1 below 8 cores).
     concurrency: int = 0
+    # Start-up strategies side by side (engine/startup.py): two more processes per compiled
+    # variant, portable cache artifacts and regional compilation, beside cold and warm.
+    startup: bool = False
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -150,6 +153,29 @@ FIGURES: tuple[Figure, ...] = (
        column=False),
     _r("processes", "json", None, "per measuring process: phase, block, samples, host load, "
        "start/end (unix s)", column=False),
+    # ---- compile forensics (engine/forensics.py, engine/losttime.py, engine/startup.py)
+    _r("compile_cache", "json", None, "per compile (cold, then each warm-cache process): "
+       "torch's cache counters under torch's names (fxgraph_cache_hit, fxgraph_cache_miss, "
+       "autograd_cache_hit, ...) as integers, per-frame cache counts, torch's miss reasons",
+       column=False),
+    _r("warm_cache_missed", "bool", "warm cache missed", "a warm-cache compile missed or "
+       "bypassed the FX graph or AOTAutograd cache", column=False),
+    _r("warm_cache_miss_reason", "str", None, "why, in torch's words where it gives them",
+       column=False),
+    _r("lost_time", "json", None, "why not faster: ranked time lost per call (graph breaks "
+       "with file:line, guards, Python, launch-bound, uncaptured CUDA graphs; recompiles), "
+       "shares from a profiler pass applied to the steady-state median", column=False),
+    _r("startup", "json", None, "start-up strategies (spec option startup): time to first "
+       "call cold, warm local cache, portable cache artifacts, regional compilation",
+       column=False),
+    _r("cache_artifacts", "json", None, "torch.compiler.save_cache_artifacts in the cold "
+       "process: bytes, save seconds", column=False),
+    _r("roofline", "json", None, "FLOPs per call (FlopCounterMode), bytes per call (estimate: "
+       "parameters, inputs, outputs once), achieved TFLOP/s and GB/s against the GPU's measured "
+       "bf16-matmul and copy ceilings", column=False),
+    _r("cudagraph_coverage", "json", None, "reduce-overhead / max-autotune: graphs captured "
+       "and skipped (with inductor's reasons), share of the call inside captured graphs",
+       column=False),
     # ---- derived by engine/stats.py (the stats block)
     _s("median_ms", "float", "median ms/call",
        "geometric mean over processes of each process's per-call median"),

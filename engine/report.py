@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from engine import forensics_report
 from engine.hostload import BUSY_HOST_CORES
 from engine.verdict import decide
 
@@ -126,6 +127,7 @@ def format_run(db: Any, run_id: int) -> str:
             for rc in r.get("recompiles") or []:
                 at = f" at {rc['dim_value']:g}" if not _blank(rc.get("dim_value")) else ""
                 lines.append(f"  recompile [{r['variant']}]{at}: {rc['reason']}")
+        lines += forensics_report.lines(rows)
         lines.append(where_time_went(run))
         lines.append("Verdict:")
         lines += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine import gates, stats
+from engine import forensics, gates, startup, stats
 from engine.eta import Eta, describe
 from engine.process import ChildProcess, run_child
 from engine.schedule import Job, decide, resolve
@@ -46,6 +46,7 @@ def _merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
     # inductor's defaults, as a user's restart (later ones run without the compile-worker pool).
     base["first_call_warm_s"] = base["processes"][1].get("first_call_s")
     base.setdefault("compile_phases_warm_s", child.get("compile_phases_warm_s"))
+    forensics.merge_cache(base, child)
 
 
 def _first_process(result: dict[str, Any]) -> None:
@@ -219,6 +220,12 @@ def run_variants(
             _schedule(plan, spec, root, gated=gated, concurrency=concurrency,
                       compile_slots=compile_slots, should_cancel=should_cancel, finish=finish,
                       report=report, eta=eta, pending_kind=pending_kind)
+            if spec.get("startup") and not should_cancel():  # engine/startup.py, one at a time
+                startup.run_strategies(
+                    spec, compiled, results, root, run_child,
+                    lambda v, kind: (lambda phase, frac: on_progress(
+                        v, f"start-up strategies: {phase}", 0.99)),
+                    should_cancel, lambda r: on_result(_with_stats(r, eager_first["ms"])))
         except BaseException:  # Ctrl-C, or a signal handler raising: never leave a child
             for j in plan:
                 if j.handle is not None and j.state not in ("done", "dropped"):

@@ -1,0 +1,111 @@
+"""How far from the hardware: FLOPs and bytes per call against the GPU's measured ceilings.
+
+* FLOPs per call: ``torch.utils.flop_counter.FlopCounterMode`` over one eager call (matmuls,
+  convolutions, attention: what it counts; pointwise work is not counted, so a pointwise model
+  reads 0 FLOPs and is judged by bandwidth).
+* Bytes per call, an **estimate**: every parameter, buffer, input and output moved once. It is a
+  lower bound of the traffic (intermediates that do not stay in cache add to it), and is
+  labelled so.
+* Ceilings, measured once per GPU and kept in ``~/.cache/compilelab/ceilings.json`` (keyed by
+  GPU name and torch version): a large bf16 matmul (TFLOP/s) and a large device-to-device copy
+  (GB/s, read + write), the limits a user's kernels can approach.
+
+Achieved TFLOP/s and GB/s divide the per-call figures by the variant's per-call median.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+CACHE = Path(os.environ.get("COMPILELAB_CEILINGS", Path.home() / ".cache" / "compilelab"
+                            / "ceilings.json"))
+
+
+def _bytes(x: Any) -> int:
+    import torch
+    from torch.utils import _pytree as pytree
+
+    return sum(t.numel() * t.element_size() for t in pytree.tree_leaves(x)
+               if isinstance(t, torch.Tensor))
+
+
+def per_call(model: Any, inputs: tuple) -> dict[str, Any]:
+    """FLOPs (counted) and bytes (estimated) of one eager call."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad():
+        counter = FlopCounterMode(display=False)
+        with counter:
+            out = model(*inputs)
+    state = list(model.parameters()) + list(model.buffers())
+    moved = _bytes(state) + _bytes(list(inputs)) + _bytes(out)
+    return {"flops_per_call": int(counter.get_total_flops()), "bytes_per_call_estimate": moved}
+
+
+def ceilings(device: str) -> dict[str, Any] | None:
+    """The GPU's measured peak bf16 matmul TFLOP/s and copy GB/s (None on CPU)."""
+    import torch
+
+    if not device.startswith("cuda") or not torch.cuda.is_available():
+        return None
+    key = f"{torch.cuda.get_device_name(0)} | torch {torch.__version__}"
+    try:
+        known = json.loads(CACHE.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if isinstance(known.get(key), dict):
+        return known[key]
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    src = torch.empty(2**30, device="cuda", dtype=torch.uint8)  # 1 GiB
+    dst = torch.empty_like(src)
+    best_mm, best_cp = _best(lambda: a @ b), _best(lambda: dst.copy_(src))
+    out = {"peak_tflops_bf16": 2 * n**3 / best_mm / 1e12,
+           "peak_copy_gbps": 2 * src.numel() / best_cp / 1e9, "gpu": key}
+    a = b = src = dst = None  # free the 3 GiB before the caller goes on
+    torch.cuda.empty_cache()
+    try:
+        CACHE.parent.mkdir(parents=True, exist_ok=True)
+        known[key] = out
+        CACHE.write_text(json.dumps(known, indent=1))
+    except OSError:
+        pass
+    return out
+
+
+def _best(fn: Any, reps: int = 10) -> float:
+    """Fastest of ``reps`` synchronised runs, in seconds (the ceiling: the best the GPU did)."""
+    import torch
+
+    best = float("inf")
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def figures(model: Any, inputs: tuple, median_ms: float | None, device: str) -> dict[str, Any]:
+    """The result's ``roofline`` figure; never raises (failure: its ``error``)."""
+    try:
+        out: dict[str, Any] = per_call(model, inputs)
+        if median_ms:
+            out["achieved_tflops"] = out["flops_per_call"] / (median_ms / 1e3) / 1e12
+            out["achieved_gbps_estimate"] = out["bytes_per_call_estimate"] / (median_ms / 1e3) / 1e9
+        peak = ceilings(device)
+        if peak:
+            out.update(peak)
+            if median_ms:
+                out["share_of_peak_tflops"] = out["achieved_tflops"] / peak["peak_tflops_bf16"]
+                out["share_of_peak_gbps"] = out["achieved_gbps_estimate"] / peak["peak_copy_gbps"]
+        return out
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {str(e)[:300]}"}

@@ -1,0 +1,136 @@
+"""Compile-forensics acceptance (issue 14) on a CUDA host: BERT-base and the GPT stack with the
+four start-up strategies, cache hits and misses per compile, CUDA-graph coverage and the
+lost-time account; the graph-break model for the account's three named breaks.
+
+    python scripts/forensics_acceptance.py --db sqlite:///$OUT/f.db --only bert_base
+    python scripts/forensics_acceptance.py --db sqlite:///$OUT/f.db --only gpt_decoder,graph_breaks \\
+        --bundle $OUT/forensics_bundle.json
+
+Each model is one run through the engine's own path (validate, queue, claim, execute, store);
+each command stays within 10 minutes on an H200 when given one or two models. ``show`` prints
+each run (its forensics lines included), then one summary table. ``--table-only`` prints the
+table again from a database that came back from the GPU host. ``--device cpu --tiny`` runs the
+same on tiny shapes (how it is tested without a GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.execute import execute_run  # noqa: E402
+from engine.report import format_run, run_json  # noqa: E402
+from engine.spec import normalise  # noqa: E402
+from storage import export_bundle, open_database, queries, queue  # noqa: E402
+
+TAG = "forensics"
+CONFIGS = {  # model: (dims, dtype, variants)
+    "bert_base": ({"batch": 8, "seq": 128}, "bfloat16", ["eager", "default", "reduce-overhead"]),
+    "gpt_decoder": ({"batch": 8, "seq": 256, "layers": 4, "hidden": 512, "heads": 8,
+                     "vocab": 8192}, "bfloat16", ["eager", "default", "reduce-overhead"]),
+    "graph_breaks": ({"batch": 32, "hidden": 256}, "float32", ["eager", "default"]),
+}
+TINY = {"bert_base": {"batch": 1, "seq": 8}, "graph_breaks": {"batch": 4, "hidden": 16},
+        "gpt_decoder": {"batch": 1, "seq": 8, "layers": 2, "hidden": 32, "heads": 2,
+                        "vocab": 64}}
+# Two measuring processes per compiled variant (cold + warm local cache) and short budgets: the
+# point here is the forensics, not a tight speedup interval, and each command must end in 10 min.
+BUDGET = {"processes": 2, "max_processes": 2, "min_samples": 30, "min_time_s": 0.5,
+          "max_time_s": 4.0, "warmup_calls": 6}
+
+
+def _f(x, nd: int = 2) -> str:
+    return "-" if x is None or x != x else f"{x:.{nd}f}"
+
+
+def summary(db, run_ids: list[int]) -> str:
+    """Per compiled variant: the four start-up strategies, FX-graph-cache hits/misses of the cold
+    and warm compiles, CUDA-graph coverage and the three largest lost-time items."""
+    head = (f"{'model':13s} {'variant':16s} {'cold s':>7s} {'warm s':>7s} {'portab s':>8s} "
+            f"{'region s':>8s} {'fx miss/hit cold':>16s} {'warm':>6s} {'missed':>6s} "
+            f"{'cg capt/graphs':>14s} {'in cg':>6s}  lost time (share)")
+    lines = ["== compile forensics ==", head, "-" * len(head)]
+    for rid in run_ids:
+        run = run_json(db, rid)
+        for v in run["variants"]:
+            if v["variant"] == "eager":
+                continue
+            if v["status"] != "ok":
+                lines.append(f"{run['model']:13s} {v['variant']:16s} FAILED: {v.get('error')}")
+                continue
+            st = v.get("startup") or {}
+            caches = v.get("compile_cache") or []
+            cold = next((c["counters"] for c in caches if c["phase"] == "cold"), {})
+            warm = next((c["counters"] for c in caches if c["phase"] == "warm_cache"), {})
+            cov = v.get("cudagraph_coverage") or {}
+            items = [i for i in (v.get("lost_time") or {}).get("items") or []
+                     if i["kind"] != "in_graphs"][:3]
+            lost = "; ".join(f"{i['share']:.0%} {i['what'][:60]}" for i in items)
+            lines.append(
+                f"{run['model']:13s} {v['variant']:16s} "
+                f"{_f((st.get('cold') or {}).get('time_to_first_call_s', v.get('first_call_cold_s'))):>7s} "
+                f"{_f(v.get('first_call_warm_s')):>7s} "
+                f"{_f((st.get('portable') or {}).get('time_to_first_call_s')):>8s} "
+                f"{_f((st.get('regional') or {}).get('time_to_first_call_s')):>8s} "
+                f"{cold.get('fxgraph_cache_miss', '-')!s:>8s}/{cold.get('fxgraph_cache_hit', '-')!s:<7s} "
+                f"{warm.get('fxgraph_cache_hit', '-')!s:>6s} {str(v.get('warm_cache_missed')):>6s} "
+                f"{(str(cov.get('captured')) + '/' + str(cov.get('graphs'))) if cov else '-':>14s} "
+                f"{_f(cov.get('share_in_captured')) if cov else '-':>6s}  {lost}")
+            for key in ("portable", "regional"):
+                if (st.get(key) or {}).get("error"):
+                    lines.append(f"{'':31s}{key}: {st[key]['error']}")
+            if v.get("warm_cache_missed"):
+                lines.append(f"{'':31s}warm cache missed: {v.get('warm_cache_miss_reason')}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--db", default=os.environ.get("COMPILELAB_DB"))
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--only", default=",".join(CONFIGS), help="comma list of models")
+    ap.add_argument("--tiny", action="store_true", help="tiny shapes, fp32 (a CPU check)")
+    ap.add_argument("--backend", default="inductor")
+    ap.add_argument("--bundle", default=None, help="also export every forensics run here")
+    ap.add_argument("--table-only", action="store_true")
+    args = ap.parse_args()
+    db = open_database(args.db)
+    if args.table_only:
+        runs = queries.list_runs(db, tag=TAG).sort_values("run_id")
+        print(summary(db, [int(r) for r in runs["run_id"]]))
+        return 0
+    run_ids = []
+    for model in [m for m in args.only.split(",") if m]:
+        dims, dtype, variants = CONFIGS[model]
+        budget = dict(BUDGET)
+        if args.tiny:
+            dims, dtype = TINY[model], "float32"
+            budget.update(min_samples=5, min_time_s=0.0, max_time_s=0.5, warmup_calls=3,
+                          pipeline_k=3)
+        spec = normalise({"model": model, "dims": dims, "dtype": dtype, "device": args.device,
+                          "variants": variants, "backend": args.backend,
+                          "startup": model != "graph_breaks", **budget}, check_device=True)
+        rid = queue.enqueue_run(db, spec, tags=[TAG, args.device])
+        queue.claim_run(db, rid, "forensics-acceptance")
+        execute_run(db, rid, spec, "forensics-acceptance", log=lambda m: print(m, flush=True))
+        run_ids.append(rid)
+        print(format_run(db, rid), flush=True)
+    print()
+    print(summary(db, run_ids))
+    if args.bundle:
+        done = queries.list_runs(db, tag=TAG)
+        ids = [int(r) for r, s in zip(done["run_id"], done["status"], strict=True)
+               if s in ("done", "failed", "cancelled")]
+        Path(args.bundle).write_text(json.dumps(export_bundle(db, ids)))
+        print(f"bundle of runs {ids} written to {args.bundle}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
