@@ -59,7 +59,6 @@ class RunRequest:
     lr: float = _DEFAULTS["lr"]
     autocast: str = _DEFAULTS["autocast"]
     accuracy_steps: int = _DEFAULTS["accuracy_steps"]
-    accuracy_multiplier: float = _DEFAULTS["accuracy_multiplier"]
     sweep_dim: str | None = None
     sweep_values: str = ""
     tags: str = ""
@@ -256,7 +255,6 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
         "profile": bool(req.profile),
         "warm_cache": bool(req.warm_cache),
         "step": req.step,
-        "accuracy_multiplier": req.accuracy_multiplier,
     }
     if train:  # the optimizer options mean nothing to an inference run: left at their defaults
         spec.update(optimizer=req.optimizer, optimizer_impl=req.optimizer_impl, lr=req.lr,

@@ -67,8 +67,9 @@ class RunSpec:
     lr: float = 1e-4  # train: small, so thousands of timed steps on one batch stay finite
     autocast: str = "none"  # train: "none" | "bfloat16" | "float16" (float16 adds a GradScaler)
     # Accuracy against a float64 run of the same model (engine/accuracy.py): a compiled variant
-    # passes when its error <= accuracy_multiplier x eager's error + accuracy_floor (None: the
-    # dtype's floor); training compares loss and parameters after `accuracy_steps` steps.
+    # passes when its error <= accuracy_multiplier x eager's error + accuracy_floor x the
+    # reference's RMS (None: the dtype's floor); training compares the loss and the parameter
+    # updates after `accuracy_steps` steps.
     accuracy_steps: int = 3
     accuracy_multiplier: float = 3.0
     accuracy_floor: float | None = None
@@ -153,7 +154,8 @@ FIGURES: tuple[Figure, ...] = (
     _r("compiled_error", "float", "compiled err vs fp64", "RMSE of this variant against the "
        "float64 reference, same tensor", column=False),
     _r("accuracy_multiplier", "float", None, "allowed multiple of eager's error", column=False),
-    _r("accuracy_floor", "float", None, "absolute floor added to the allowance", column=False),
+    _r("accuracy_floor", "float", None, "floor added to the allowance, relative to the "
+       "reference's RMS", column=False),
     _r("accuracy_ok", "bool", "fp64 accuracy ok", "compiled_error <= multiplier x eager_error "
        "+ floor, for every tensor compared", column=False),
     _r("eager_deterministic", "bool", "eager deterministic", "two eager runs gave identical "

@@ -284,6 +284,10 @@ class Training:
         losses = [rep.step().detach().clone() for _ in range(self.n_steps)]
         return rep.snapshot(losses)
 
+    @staticmethod
+    def _updates(state: accuracy.Tensors, start: accuracy.Tensors) -> accuracy.Tensors:
+        return {k: (v.double() - start[k] if k in start else v) for k, v in state.items()}
+
     def accuracy(self) -> dict[str, Any]:
         """Loss and parameters after ``accuracy_steps`` steps, float64 against eager (twice)
         and, in a compiled variant's process, against the compiled copy."""
@@ -298,6 +302,11 @@ class Training:
         compiled = self.compiled_state
         if not self.is_eager and compiled is None:
             return accuracy.failed("the compiled copy did not reach the accuracy step")
+        # parameters are judged by their update since the start (see engine/accuracy.py)
+        start = {f"param:{n}": p.detach().double() for n, p in self.initial.named_parameters()}
+        eager_a, eager_b, fp64 = (self._updates(d, start) for d in (eager_a, eager_b, fp64))
+        if compiled is not None:
+            compiled = self._updates(compiled, start)
         groups = {}
         for group, prefix in (("loss", "loss@"), ("parameters", "param:")):
             pick = lambda d, p=prefix: {k: v for k, v in d.items() if k.startswith(p)}  # noqa: E731

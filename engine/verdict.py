@@ -216,7 +216,8 @@ def accuracy_failure(r: Row) -> str | None:
         return (f"{r['variant']} fails the {r['reference_dtype']} accuracy check: its error "
                 f"against the {r['reference_dtype']} reference is {_sci(_v(r, 'compiled_error'))}"
                 f", more than {mult if mult is not None else '?'}x eager's {_sci(_v(r, 'eager_error'))}"
-                + (f" + {floor:g}" if floor else "") + (f" (worst: {worst})" if worst else "")
+                + (f" + {floor:g} x the reference's size" if floor else "")
+                + (f" (worst: {worst})" if worst else "")
                 + ": not recommended.")
     if _false(r.get("correct")):
         return (f"{r['variant']} output differs from eager beyond tolerance (max relative "

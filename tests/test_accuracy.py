@@ -27,7 +27,8 @@ def test_compiled_within_multiplier_of_eager_error_passes_and_beyond_fails():
     assert ok["ok"] and not bad["ok"] and bad["failed"] == 1
     assert bad["worst"]["eager_error"] == pytest.approx(e, rel=1e-5)
     assert bad["worst"]["compiled_error"] == pytest.approx(5 * e, rel=1e-4)
-    assert bad["worst"]["allowed"] == pytest.approx(3 * e + 1e-6, rel=1e-5)
+    scale = math.sqrt((1 + 4 + 9) / 3)  # the floor is relative to the reference's RMS
+    assert bad["worst"]["allowed"] == pytest.approx(3 * e + 1e-6 * scale, rel=1e-6)
     # a larger multiplier lets it pass: the multiplier is really used
     assert accuracy.judge(fp64, eager, far, multiplier=6.0, floor=1e-6)["ok"]
 
@@ -42,6 +43,20 @@ def test_floor_covers_an_exact_eager_and_nan_never_passes():
     assert not accuracy.judge(fp64, exact, nan, multiplier=3.0, floor=1.0)["ok"]
     wrong_shape = {"y": _t(1.0)}
     assert not accuracy.judge(fp64, exact, wrong_shape, multiplier=3.0, floor=1.0)["ok"]
+
+
+def test_floor_scales_with_the_reference_so_tiny_quantities_are_still_judged():
+    """A parameter update of ~3e-4 (3 AdamW steps at lr 1e-4): an absolute floor of 1e-3 would
+    pass a compiled step that never updated it; relative to the update's size it fails."""
+    update = {"param:w": torch.full((16,), 3e-4, dtype=torch.float64)}
+    eager = {"param:w": torch.full((16,), 3.0001e-4)}
+    never_updated = {"param:w": torch.zeros(16)}
+    out = accuracy.judge(update, eager, never_updated, multiplier=3.0, floor=1e-3)
+    assert not out["ok"]
+    assert accuracy.judge(update, eager, eager, multiplier=3.0, floor=1e-3)["ok"]
+    zero = {"z": torch.zeros(2, dtype=torch.float64)}  # all-zero reference: floor is absolute
+    assert accuracy.judge(zero, {"z": torch.zeros(2)}, {"z": torch.full((2,), 1e-4)},
+                          multiplier=3.0, floor=1e-3)["ok"]
 
 
 def test_worst_tensor_is_the_one_that_decided():
