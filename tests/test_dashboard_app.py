@@ -344,3 +344,18 @@ def test_new_run_lists_operator_plugin_models(db, tmp_path, monkeypatch):
                                                 "(operator plugin)"
     assert {n.label for n in at.number_input} >= {"batch", "width"}
     assert at.selectbox(key="sweep-dim-plugin:tiny").options == ["(no sweep)", "batch"]
+
+
+def test_new_run_queues_a_training_step_with_the_compiled_optimizer(db):
+    at = app("new_run")
+    at.selectbox(key="device").set_value("cpu")
+    at.radio(key="step").set_value("train").run()
+    at.multiselect(key="variants-train").set_value(["default", "default+opt"])
+    at.selectbox(key="optimizer").set_value("sgd")
+    at.selectbox(key="autocast").set_value("bfloat16")
+    at.run()
+    button(at, "Queue run").click().run()
+    no_exceptions(at)
+    spec = queries.list_runs(db).iloc[0]["spec"]
+    assert spec["step"] == "train" and spec["variants"] == ["eager", "default", "default+opt"]
+    assert (spec["optimizer"], spec["autocast"]) == ("sgd", "bfloat16")
