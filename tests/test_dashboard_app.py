@@ -348,12 +348,10 @@ def test_new_run_lists_operator_plugin_models(db, tmp_path, monkeypatch):
 
 def test_new_run_queues_a_training_step_with_the_compiled_optimizer(db):
     at = app("new_run")
-    at.selectbox(key="device").set_value("cpu")
-    at.radio(key="step").set_value("train").run()
-    at.multiselect(key="variants-train").set_value(["default", "default+opt"])
-    at.selectbox(key="optimizer").set_value("sgd")
-    at.selectbox(key="autocast").set_value("bfloat16")
-    at.run()
+    at.radio(key="step").set_value("train").run()  # the training options appear
+    for key, value in {"device": "cpu", "optimizer": "sgd", "autocast": "bfloat16"}.items():
+        at.selectbox(key=key).set_value(value)
+    at.multiselect(key="variants-train").set_value(["default", "default+opt"]).run()
     button(at, "Queue run").click().run()
     no_exceptions(at)
     spec = queries.list_runs(db).iloc[0]["spec"]
