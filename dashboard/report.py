@@ -18,6 +18,7 @@ import plotly.io as pio
 
 from dashboard import charts_forensics, tables
 from dashboard.verdict import Verdict
+from engine.report import describe_step
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
@@ -72,6 +73,9 @@ def build_report(
         parts.append(
             f"<h2>Run #{_e(rid)}: {_e(r.get('model'))} ({_e(r.get('dims_label'))}, "
             f"{_e(r.get('dtype'))}, {_e(r.get('device'))})</h2>")
+        spec = r.get("spec")
+        parts.append(f"<p class='muted'>{_e(describe_step(spec if isinstance(spec, dict) else {}))}"
+                     "</p>")
         parts.append(
             "<p>" + " · ".join(
                 f"<b>{label}</b> {_e(r.get(key))}"

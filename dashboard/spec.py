@@ -16,6 +16,12 @@ from engine.contract import RunSpec
 from storage.text import TextError, normalize_tags
 
 COMPILE_VARIANTS = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# Training only: the optimizer step compiled too (engine/spec.py TRAIN_VARIANTS).
+OPT_VARIANTS = ("eager+opt", *(v + "+opt" for v in COMPILE_VARIANTS))
+STEPS = ("inference", "train")
+OPTIMIZERS = ("adamw", "sgd")
+OPTIMIZER_IMPLS = ("default", "foreach", "fused")
+AUTOCASTS = ("none", "bfloat16", "float16")
 CUDAGRAPH_VARIANTS = ("reduce-overhead", "max-autotune")
 BACKENDS = ("inductor", "aot_eager", "eager")
 DYNAMIC_CHOICES = {"auto (None)": None, "True (dynamic shapes)": True, "False (static)": False}
@@ -47,6 +53,12 @@ class RunRequest:
     seed: int = _DEFAULTS["seed"]
     profile: bool = _DEFAULTS["profile"]
     warm_cache: bool = _DEFAULTS["warm_cache"]
+    step: str = _DEFAULTS["step"]
+    optimizer: str = _DEFAULTS["optimizer"]
+    optimizer_impl: str = _DEFAULTS["optimizer_impl"]
+    lr: float = _DEFAULTS["lr"]
+    autocast: str = _DEFAULTS["autocast"]
+    accuracy_steps: int = _DEFAULTS["accuracy_steps"]
     sweep_dim: str | None = None
     sweep_values: str = ""
     tags: str = ""
@@ -144,12 +156,19 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
                             else f"Device must be one of {', '.join(devices)}.")
 
     compile_variants = [v for v in dict.fromkeys(req.variants) if v != "eager"]
-    unknown = [v for v in compile_variants if v not in COMPILE_VARIANTS]
+    train = req.step == "train"
+    allowed = COMPILE_VARIANTS + (OPT_VARIANTS if train else ())
+    unknown = [v for v in compile_variants if v not in allowed]
+    if req.step not in STEPS:
+        errors["step"] = f"Step must be one of {', '.join(STEPS)}."
     if unknown:
-        errors["variants"] = f"Unknown variant {unknown[0]!r}."
+        errors["variants"] = (f"{unknown[0]!r} compiles the optimizer step: choose step "
+                              "'train' for it." if unknown[0] in OPT_VARIANTS
+                              else f"Unknown variant {unknown[0]!r}.")
     elif not compile_variants:
         errors["variants"] = "Pick at least one compile variant to compare with eager."
-    elif req.backend != "inductor" and set(compile_variants) - {"default"}:
+    elif req.backend != "inductor" and set(compile_variants) - {"default", "default+opt",
+                                                                  "eager+opt"}:
         errors["variants"] = (f"Modes apply to the inductor backend only; with backend "
                               f"{req.backend!r} choose just 'default'.")
     if req.backend not in BACKENDS:
@@ -235,7 +254,11 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
         "seed": seed,
         "profile": bool(req.profile),
         "warm_cache": bool(req.warm_cache),
+        "step": req.step,
     }
+    if train:  # the optimizer options mean nothing to an inference run: left at their defaults
+        spec.update(optimizer=req.optimizer, optimizer_impl=req.optimizer_impl, lr=req.lr,
+                    autocast=req.autocast, accuracy_steps=req.accuracy_steps)
     if engine_check is not None:
         try:
             spec = engine_check(spec)

@@ -149,6 +149,10 @@ def storage_unavailable(exc: Exception) -> None:
 # --------------------------------------------------------------------------- runs
 
 
+def _is_train(spec: object) -> bool:
+    return isinstance(spec, dict) and spec.get("step") == "train"
+
+
 def run_title(r: pd.Series) -> str:
     """Markdown title of a run: the status icon, then its user text escaped (``safe.md``)."""
     icon = STATUS_ICON.get(r.get("status"), "")
@@ -156,7 +160,8 @@ def run_title(r: pd.Series) -> str:
     gpu = r.get("gpu")
     show_gpu = isinstance(gpu, str) and gpu and gpu.lower() not in ("cpu", str(r.get("device")))
     text = (f"Run #{r['run_id']} · {r.get('model')} ({dims}) · {r.get('dtype')} · "
-            f"{r.get('device')}" + (f" · {gpu}" if show_gpu else ""))  # not "cpu · cpu"
+            f"{r.get('device')}" + (f" · {gpu}" if show_gpu else "")  # not "cpu · cpu"
+            + (" · training step" if _is_train(r.get("spec")) else ""))
     return f"{icon} {safe.md(text, 300)}"
 
 

@@ -1,7 +1,8 @@
 """The model catalogue: what can be benchmarked, with which named dims and dtypes.
 
 Each entry declares its dims (name, default, valid range) and supported dtypes, and names a
-factory ``factory(**dims) -> (torch.nn.Module, tuple_of_inputs)``. Factories are referenced by
+factory ``factory(**dims) -> (torch.nn.Module, tuple_of_inputs[, loss_fn])`` (``loss_fn(output) ->
+scalar tensor``, for the training step: engine/train_step.py). Factories are referenced by
 ``module:function`` strings and imported lazily, so listing the catalogue (the dashboard does it on
 every page load) never imports torch.
 

@@ -28,7 +28,15 @@ from typing import Any  # noqa: E402
 import torch  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 
-from engine import forensics, gates, losttime, roofline, signals, startup  # noqa: E402
+from engine import (  # noqa: E402
+    accuracy,
+    forensics,
+    gates,
+    losttime,
+    roofline,
+    signals,
+    startup,
+)
 from engine.catalogue import get_model, load_factory  # noqa: E402
 from engine.hostload import HostLoad, settle_compile_workers  # noqa: E402
 from engine.timing import Timer  # noqa: E402
@@ -62,9 +70,9 @@ class Progress:
         os.replace(tmp, self.path)
 
 
-def build(run: dict[str, Any], dims: dict[str, int], device: str) -> tuple[Any, tuple]:
-    """Build (model, inputs) from the catalogue, seeded, moved to device and dtype. Floating
-    inputs take the run's dtype; integer inputs (token ids) keep theirs."""
+def build(run: dict[str, Any], dims: dict[str, int], device: str) -> tuple[Any, tuple, Any]:
+    """Build (model, inputs, loss_fn or None) from the catalogue, seeded, moved to device and
+    dtype. Floating inputs take the run's dtype; integer inputs (token ids) keep theirs."""
     info = get_model(run["model"])
     torch.manual_seed(int(run.get("seed", 0)))
     factory = load_factory(info.factory)
@@ -73,9 +81,11 @@ def build(run: dict[str, Any], dims: dict[str, int], device: str) -> tuple[Any, 
     # host. Tensors a factory puts on the CPU explicitly stay there and are moved below.
     with torch.device(device):
         built = factory(**dims)
-    if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], torch.nn.Module)):
-        raise TypeError(f"{run['model']}: factory must return (torch.nn.Module, tuple_of_inputs)")
-    model, inputs = built
+    if not (isinstance(built, tuple) and len(built) in (2, 3)
+            and isinstance(built[0], torch.nn.Module)):
+        raise TypeError(f"{run['model']}: factory must return (torch.nn.Module, tuple_of_inputs"
+                        "[, loss_fn])")
+    model, inputs, loss_fn = (*built, None)[:3]
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)
     dtype = DTYPES[run["dtype"]]
@@ -86,7 +96,7 @@ def build(run: dict[str, Any], dims: dict[str, int], device: str) -> tuple[Any, 
             return x.to(device=device, dtype=dtype) if x.is_floating_point() else x.to(device)
         return x
 
-    return model, tuple(pytree.tree_map(move, list(inputs)))
+    return model, tuple(pytree.tree_map(move, list(inputs))), loss_fn
 
 
 def compare(out: Any, ref: Any, dtype: str) -> dict[str, Any]:
@@ -270,19 +280,26 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
         if sweep:
             dims[sweep["dim"]] = int(sweep["values"][0])
         with clock.phase("model build"):
-            model, inputs = build(run, dims, device)
+            model, inputs, loss_fn = build(run, dims, device)
+            train = None
+            if run.get("step") == "train":  # engine/train_step.py: what a training step times
+                from engine.train_step import Training
+
+                train = Training(run, variant, model, inputs, loss_fn, device)
         with clock.phase("environment"):
             res["environment"] = environment(device)
-        with torch.no_grad():
+        with torch.no_grad() if train is None else contextlib.nullcontext():
+            eager = train.eager_step if train else lambda: model(*inputs)  # noqa: E731
             with clock.phase("eager reference"):
-                ref_ms = timer.wall_ms(lambda: model(*inputs))  # eager call 1: CUDA/cuBLAS init
-                ref = _clone(model(*inputs))
+                ref_ms = timer.wall_ms(eager)  # eager call 1: CUDA/cuBLAS init
+                ref = None if train else _clone(model(*inputs))
                 timer.sync()
             res["setup_s"] = time.perf_counter() - _T0
-            eager = lambda: model(*inputs)  # noqa: E731
 
             if variant == "eager":
                 fn, is_eager = eager, True
+            elif train:
+                fn, is_eager = train.variant_step, False
             else:
                 kwargs: dict[str, Any] = {"backend": run.get("backend", "inductor"),
                                           "dynamic": run.get("dynamic"),
@@ -343,6 +360,8 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 with clock.phase("compile"), forensics.CompileWatch(phase) as watch:
                     warm.append(timer.wall_ms(fn))
                 capture.attach_existing()
+                if train:
+                    train.after_call(len(warm))
                 # what the caches did during the compile (engine/forensics)
                 res["compile_cache"] = [watch.result()]
                 if run.get("startup"):  # for the portable-artifacts strategy (engine/startup)
@@ -354,6 +373,8 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 progress("warm-up", 0.2 + 0.1 * len(warm) / n_warm)
                 with clock.phase("warm-up"):
                     warm.append(timer.wall_ms(fn))
+                if train:
+                    train.after_call(len(warm))
             res["warmup_ms"] = warm
             res["first_call_cold_s"] = warm[0] / 1e3
             res["compile_phases_s"] = signals.compile_phases()
@@ -362,9 +383,15 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 res["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved())
             else:
                 res["peak_allocated_bytes"] = res["peak_reserved_bytes"] = None
-            res.update(compare(_clone(fn()), ref, dtype) if not is_eager else
-                       {"max_abs_err": 0.0, "max_rel_err": 0.0, "correct": True,
-                        "rtol": RTOL[dtype], "atol": None})
+            if train:
+                train.discount_eager_twin(res)
+                res.update(train.accuracy())
+            else:
+                out = None if is_eager else _clone(fn())
+                res.update(compare(out, ref, dtype) if not is_eager else
+                           {"max_abs_err": 0.0, "max_rel_err": 0.0, "correct": True,
+                            "rtol": RTOL[dtype], "atol": None})
+                res.update(accuracy.check_inference(model, inputs, ref, out, run))
 
             stage = "measuring"
             capture.context = {"call_index": None, "phase": "steady"}
@@ -415,7 +442,8 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 res["graph_count"] = counts.get("graph_count")
                 lost = (losttime.LostTime(fn, device.startswith("cuda"))
                         if run.get("profile", True) else None)  # before explain resets dynamo
-                explained = signals.explain_breaks(model, inputs)  # resets dynamo: keep last
+                explained = signals.explain_breaks(  # resets dynamo: keep last
+                    *(train.explain_target() if train else (model, inputs)))
                 res["graph_breaks"] = explained["graph_breaks"]
                 res["graph_break_count"] = max(explained["graph_break_count"],
                                                counts.get("graph_break_total", 0))
@@ -453,7 +481,7 @@ def _measure_sweep_value(run, dims, dim, value, device, model, fn_for, *, timer,
     """Feed the same compiled module a new shape, as a serving process would: the first call at
     this shape shows any recompile stutter; then shorter interleaved rounds."""
     new_dims = {**dims, dim: value}
-    _, inputs = build(run, new_dims, device)
+    _, inputs, _ = build(run, new_dims, device)
     before = signals.compile_count()
     capture.context = {"call_index": 1, "dim_value": value}
     first_ms = timer.wall_ms(lambda: fn_for(inputs))

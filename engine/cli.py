@@ -18,7 +18,16 @@ import sys
 from typing import Any
 
 from engine.catalogue import CatalogueError, list_models
-from engine.spec import DEFAULTS, VARIANTS, SpecError, normalise
+from engine.spec import (
+    ALL_VARIANTS,
+    AUTOCASTS,
+    DEFAULTS,
+    OPTIMIZER_IMPLS,
+    OPTIMIZERS,
+    STEPS,
+    SpecError,
+    normalise,
+)
 
 
 class UsageError(Exception):
@@ -83,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dtype", default=DEFAULTS["dtype"])
     r.add_argument("--device", default=DEFAULTS["device"])
     r.add_argument("--variants", default="eager,default",
-                   help=f"comma list from {', '.join(VARIANTS)} (eager is always included)")
+                   help=f"comma list from {', '.join(ALL_VARIANTS)} (eager is always included; "
+                        "MODE+opt: with --step train, the optimizer step compiled too)")
     r.add_argument("--backend", default="inductor")
     r.add_argument("--dynamic", type=_dynamic, default=None, choices=[None, True, False],
                    metavar="{none,true,false}")
@@ -113,6 +123,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--startup-strategies", action="store_true", help="also measure start-up "
                    "strategies per compiled variant: portable cache artifacts and regional "
                    "compilation, beside cold and warm local cache (two more processes each)")
+    r.add_argument("--step", choices=STEPS, default=DEFAULTS["step"],
+                   help="what one timed call is: a forward (inference) or a training step "
+                        "(forward, loss, backward, optimizer step on a fixed batch)")
+    r.add_argument("--optimizer", choices=OPTIMIZERS, default=DEFAULTS["optimizer"])
+    r.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS,
+                   default=DEFAULTS["optimizer_impl"])
+    r.add_argument("--lr", type=float, default=DEFAULTS["lr"], help="learning rate (train)")
+    r.add_argument("--autocast", choices=AUTOCASTS, default=DEFAULTS["autocast"],
+                   help="train: mixed precision on float32 parameters (float16 adds a "
+                        "GradScaler)")
+    r.add_argument("--accuracy-steps", type=int, default=DEFAULTS["accuracy_steps"],
+                   help="train: steps after which loss and parameters are compared")
+    r.add_argument("--accuracy-multiplier", type=float,
+                   default=DEFAULTS["accuracy_multiplier"],
+                   help="compiled may be this many times eager's error against float64")
+    r.add_argument("--accuracy-floor", type=float, default=None,
+                   help="absolute error always allowed (default: by dtype)")
     r.add_argument("--tag", action="append", default=[])
     r.add_argument("--note", default="")
     r.add_argument("--queue", action="store_true",
@@ -238,6 +265,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         "processes": args.processes, "max_processes": args.max_processes,
         "target_halfwidth": args.target_halfwidth, "process_budget_s": args.process_budget,
         "concurrency": args.concurrency, "startup": args.startup_strategies,
+        "step": args.step, "optimizer": args.optimizer, "optimizer_impl": args.optimizer_impl,
+        "lr": args.lr, "autocast": args.autocast, "accuracy_steps": args.accuracy_steps,
+        "accuracy_multiplier": args.accuracy_multiplier, "accuracy_floor": args.accuracy_floor,
     }
     # The local user typed this command, file and module references included.
     spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)

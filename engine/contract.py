@@ -65,6 +65,20 @@ class RunSpec:
     # Start-up strategies side by side (engine/startup.py): two more processes per compiled
     # variant, portable cache artifacts and regional compilation, beside cold and warm.
     startup: bool = False
+    # What is timed (engine/train_step.py): "inference" (forward under no_grad) or "train" (one
+    # training step: forward, loss, backward, optimizer step on fixed data from the seed).
+    step: str = "inference"
+    optimizer: str = "adamw"  # train: "sgd" | "adamw"
+    optimizer_impl: str = "default"  # train: "default" | "foreach" | "fused"
+    lr: float = 1e-4  # train: small, so thousands of timed steps on one batch stay finite
+    autocast: str = "none"  # train: "none" | "bfloat16" | "float16" (float16 adds a GradScaler)
+    # Accuracy against a float64 run of the same model (engine/accuracy.py): a compiled variant
+    # passes when its error <= accuracy_multiplier x eager's error + accuracy_floor x the
+    # reference's RMS (None: the dtype's floor); training compares the loss and the parameter
+    # updates after `accuracy_steps` steps.
+    accuracy_steps: int = 3
+    accuracy_multiplier: float = 3.0
+    accuracy_floor: float | None = None
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -139,6 +153,24 @@ FIGURES: tuple[Figure, ...] = (
     _r("atol", "float"),
     _r("rtol", "float"),
     _r("correct", "bool", "correct"),
+    _r("reference_dtype", "str", "reference", "dtype of the accuracy reference run (float64; "
+       "null when it could not run)", column=False),
+    _r("eager_error", "float", "eager err vs fp64", "RMSE of eager against the float64 "
+       "reference (worst tensor; training: loss and parameters after N steps)", column=False),
+    _r("compiled_error", "float", "compiled err vs fp64", "RMSE of this variant against the "
+       "float64 reference, same tensor", column=False),
+    _r("accuracy_multiplier", "float", None, "allowed multiple of eager's error", column=False),
+    _r("accuracy_floor", "float", None, "floor added to the allowance, relative to the "
+       "reference's RMS", column=False),
+    _r("accuracy_ok", "bool", "fp64 accuracy ok", "compiled_error <= multiplier x eager_error "
+       "+ floor, for every tensor compared", column=False),
+    _r("eager_deterministic", "bool", "eager deterministic", "two eager runs gave identical "
+       "results", column=False),
+    _r("eager_repeat_max_diff", "float", None, "largest difference between two eager runs",
+       column=False),
+    _r("accuracy", "json", None, "accuracy detail per quantity (output, or loss and "
+       "parameters): errors, worst tensor, steps, torch._dynamo.utils.same's verdict",
+       column=False),
     _r("warmup_ms", "series"),
     _r("samples_ms", "series"),
     _r("eager_samples_ms", "series"),
@@ -226,6 +258,9 @@ EXPORT: dict[str, str] = {
     "kernels_per_call": "kernels_per_call", "device_busy_ms_per_call": "device_busy_ms_per_call",
     "eager_device_busy_ms_per_call": "eager_device_busy_ms_per_call",
     "wall_ms_per_call": "wall_ms_per_call", "max_abs_err": "max_abs_err", "correct": "correct",
+    "reference_dtype": "accuracy_reference_dtype", "eager_error": "eager_error_vs_reference",
+    "compiled_error": "compiled_error_vs_reference", "accuracy_multiplier": "accuracy_multiplier",
+    "accuracy_ok": "accuracy_ok", "eager_deterministic": "eager_deterministic",
     "timer": "timer", "host_other_busy_cores": "other_processes_busy_cpu_cores",
 }
 FIGURES = tuple(replace(f, csv=EXPORT.get(f.name)) for f in FIGURES)

@@ -24,11 +24,13 @@ def verdict(ref: str, dims: dict[str, int]) -> dict[str, str | None]:
         return {"error": str(e)}
     except Exception as e:
         return {"error": f"user model {ref!r} raised {type(e).__name__}: {e}"}
-    ok = (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], torch.nn.Module)
-          and isinstance(built[1], (tuple, list)))
+    ok = (isinstance(built, tuple) and len(built) in (2, 3)
+          and isinstance(built[0], torch.nn.Module) and isinstance(built[1], (tuple, list))
+          and (len(built) == 2 or built[2] is None or callable(built[2])))
     if not ok:
-        return {"error": f"user model {ref!r} must return (torch.nn.Module, tuple_of_inputs), "
-                         f"got {type(built).__name__}"}
+        return {"error": f"user model {ref!r} must return (torch.nn.Module, tuple_of_inputs) or "
+                         "(torch.nn.Module, tuple_of_inputs, loss_fn), got "
+                         f"{type(built).__name__}"}
     return {"error": None}
 
 

@@ -12,6 +12,19 @@ from engine import forensics_report
 from engine.hostload import BUSY_HOST_CORES
 from engine.verdict import decide
 
+
+def describe_step(spec: dict[str, Any]) -> str:
+    """What one timed call is: inference, or a training step with its optimizer and precision."""
+    if spec.get("step", "inference") != "train":
+        return "step: inference (forward under no_grad); one call = one forward"
+    ac = spec.get("autocast", "none")
+    impl = spec.get("optimizer_impl", "default")
+    return (f"step: train (forward, loss, backward, {spec.get('optimizer', 'adamw')}"
+            + ("" if impl == "default" else f" {impl}") + f" lr {spec.get('lr', 1e-4):g}"
+            + ("" if ac in (None, "none") else f", autocast {ac}"
+               + (" + GradScaler" if ac == "float16" else ""))
+            + f"); one call = one step; accuracy after {spec.get('accuracy_steps', 3)} steps")
+
 ROW = [
     ("variant", "variant", "{}"),
     ("status", "status", "{}"),
@@ -26,7 +39,7 @@ ROW = [
     ("peak MiB", "peak_allocated_bytes", None),
     ("graphs/breaks/recomp", None, None),
     ("kernels/call", "kernels_per_call", "{:.1f}"),
-    ("max rel err", "max_rel_err", "{:.1e}"),
+    ("err vs fp64 (eager)", None, None),
 ]
 
 
@@ -55,6 +68,13 @@ def _cell(row: dict[str, Any], key: str | None, fmt: str | None, label: str) -> 
             return "-"
         return "/".join("-" if _blank(row.get(k)) else str(int(row[k]))
                         for k in ("graph_count", "graph_break_count", "recompile_count"))
+    if label == "err vs fp64 (eager)":
+        c, e = row.get("compiled_error"), row.get("eager_error")
+        if _blank(e):  # a result from before the float64 reference: eager-relative error
+            v = row.get("max_rel_err")
+            return "-" if _blank(v) else f"rel {v:.1e} vs eager"
+        mark = {True: " ok", False: " FAIL"}.get(row.get("accuracy_ok"), "")
+        return ("-" if _blank(c) else f"{c:.1e}") + f" ({e:.1e}){mark}"
     if label == "peak MiB":
         v = row.get(key)
         return "-" if _blank(v) else f"{v / 2**20:.1f}"
@@ -83,6 +103,7 @@ def format_run(db: Any, run_id: int) -> str:
     lines = [
         f"run {run_id}: {run['model']} ({run['dims_label']}) {run['dtype']} on {run['device']}"
         f" | status {run['status']}" + (f": {run['error']}" if run.get("error") else ""),
+        f"  {describe_step(run.get('spec') or {})}",
         f"  gpu {env.get('gpu') or 'none'} | driver {env.get('driver') or '-'} | "
         f"torch {env.get('torch') or '-'} | triton {env.get('triton') or '-'} | "
         f"host {env.get('host') or '-'} | commit {_short_commit(env.get('commit'))}",

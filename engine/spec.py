@@ -17,6 +17,16 @@ from engine.environment import PROJECT_ROOT
 from storage.text import one_line
 
 VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# Training only: the same modes with the optimizer step compiled too (torch.compile on
+# ``opt.step``); "eager+opt" compiles the optimizer step alone. Beside the plain modes they show
+# what compiling the model buys and what compiling the optimizer adds.
+OPT_SUFFIX = "+opt"
+TRAIN_VARIANTS = tuple(v + OPT_SUFFIX for v in VARIANTS)
+ALL_VARIANTS = tuple(v for pair in zip(VARIANTS, TRAIN_VARIANTS, strict=True) for v in pair)
+STEPS = ("inference", "train")
+OPTIMIZERS = ("sgd", "adamw")
+OPTIMIZER_IMPLS = ("default", "foreach", "fused")
+AUTOCASTS = ("none", "bfloat16", "float16")
 DEVICES = ("cpu", "cuda")
 DEFAULTS: dict[str, Any] = RunSpec.defaults()
 
@@ -171,19 +181,20 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     if not isinstance(raw_variants, list) or not all(isinstance(v, str) for v in raw_variants):
         raise SpecError(f"variants must be a list of names, got {_show(raw_variants)}", "variants")
     variants = list(dict.fromkeys(raw_variants))
-    bad = [_show(v) for v in variants if v not in VARIANTS]
+    bad = [_show(v) for v in variants if v not in ALL_VARIANTS]
     if bad:
         raise SpecError(f"unknown variant(s) {', '.join(bad[:5])}; choose from "
-                        f"{', '.join(VARIANTS)}", "variants")
+                        f"{', '.join(ALL_VARIANTS)}", "variants")
     if "eager" not in variants:
         variants.insert(0, "eager")  # every comparison needs the eager baseline
-    variants.sort(key=VARIANTS.index)
+    variants.sort(key=ALL_VARIANTS.index)
     spec["variants"] = variants
     backend = _text(spec, "backend")
     if not check_device and backend not in KNOWN_BACKENDS:
         raise SpecError(f"unknown backend {_show(backend)}; known: "
                         f"{', '.join(sorted(KNOWN_BACKENDS))}", "backend")
-    if backend != "inductor" and any(v not in ("eager", "default") for v in variants):
+    if backend != "inductor" and any(split_variant(v)[0] not in ("eager", "default")
+                                     for v in variants):
         raise SpecError("compile modes other than 'default' need backend 'inductor'", "variants")
     if spec["dynamic"] is not None and not isinstance(spec["dynamic"], bool):
         raise SpecError("dynamic must be None, True or False", "dynamic")
@@ -205,12 +216,59 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
         spec["max_processes"] = spec["processes"]  # asking for N processes means at least N
     if spec["max_time_s"] < spec["min_time_s"]:
         raise SpecError("max_time_s must be >= min_time_s", "max_time_s")
+    _check_step(spec)
     if check_device:
         check_backend(backend)
         check_device_dtype(spec["device"], spec["dtype"])
     if check_factory and info.source != "builtin":
         check_user_factory(info.factory, spec["dims"])
     return spec
+
+
+def split_variant(variant: str) -> tuple[str, bool]:
+    """``"reduce-overhead+opt"`` -> ``("reduce-overhead", True)``: the model's compile mode
+    ("eager": not compiled) and whether the optimizer step is compiled too."""
+    if variant.endswith(OPT_SUFFIX):
+        return variant[: -len(OPT_SUFFIX)], True
+    return variant, False
+
+
+def _choice(spec: dict[str, Any], key: str, choices: tuple[str, ...]) -> None:
+    if not isinstance(spec[key], str) or spec[key] not in choices:
+        raise SpecError(f"{key} must be one of {', '.join(choices)}, got {_show(spec[key])}", key)
+
+
+def _check_step(spec: dict[str, Any]) -> None:
+    """The training-step and accuracy options (engine/train_step.py, engine/accuracy.py)."""
+    _choice(spec, "step", STEPS)
+    _choice(spec, "optimizer", OPTIMIZERS)
+    _choice(spec, "optimizer_impl", OPTIMIZER_IMPLS)
+    _choice(spec, "autocast", AUTOCASTS)
+    _num(spec, "lr", 1e-12, 10)
+    _num(spec, "accuracy_steps", 1, 100, integer=True)
+    _num(spec, "accuracy_multiplier", 1, 1e6)
+    if spec["accuracy_floor"] is not None:
+        _num(spec, "accuracy_floor", 0, 1e6)
+    train = spec["step"] == "train"
+    opt_variants = [v for v in spec["variants"] if split_variant(v)[1]]
+    if opt_variants and not train:
+        raise SpecError(f"{opt_variants[0]} compiles the optimizer step: it needs step 'train'",
+                        "variants")
+    if not train:
+        return
+    if spec["sweep"]:
+        raise SpecError("a sweep measures inference only: use step 'inference' to sweep, or "
+                        "one training run per shape", "sweep")
+    if spec["startup"]:
+        raise SpecError("start-up strategies are measured for inference only: use step "
+                        "'inference' for them", "startup")
+    if spec["autocast"] != "none" and spec["dtype"] != "float32":
+        raise SpecError(f"autocast to {spec['autocast']} is mixed precision: it keeps float32 "
+                        f"parameters, so set dtype float32 (got {spec['dtype']})", "autocast")
+    if spec["accuracy_steps"] > spec["warmup_calls"]:
+        # the compiled variant's first warm-up steps are the steps its accuracy is judged on
+        raise SpecError(f"accuracy_steps ({spec['accuracy_steps']}) must not exceed "
+                        f"warmup_calls ({spec['warmup_calls']})", "accuracy_steps")
 
 
 def check_backend(backend: str) -> None:

@@ -170,12 +170,12 @@ def decide(rows: Iterable[Row], run_id: int | None = None) -> Verdict:
     warnings += _cautions(ok, compiled)
     candidates = []
     for r in compiled:
-        if _false(r.get("correct")):
-            warnings.append(
-                f"{r['variant']} output differs from eager beyond tolerance (max relative "
-                f"error {_v(r, 'max_rel_err')}, allowed {_v(r, 'rtol')}): not recommended.")
+        wrong = accuracy_failure(r)
+        if wrong:
+            warnings.append(wrong)
             continue
         candidates.append(r)
+    warnings += accuracy_cautions(ok)
 
     slower = []
     for r in candidates:
@@ -190,6 +190,65 @@ def decide(rows: Iterable[Row], run_id: int | None = None) -> Verdict:
     short, short_choice = _short_jobs(candidates, eager)
     return Verdict(run_id, latency, throughput, short, slower, warnings,
                    lat_choice, thr_choice, short_choice)
+
+
+def _sci(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2e}"
+
+
+def accuracy_failure(r: Row) -> str | None:
+    """Why a compiled variant is not recommended on accuracy, or None when it passed.
+
+    Judged against the float64 reference where the run has one (engine/accuracy.py: compiled's
+    error within ``multiplier`` x eager's error + floor); results from before that, or whose
+    float64 run failed, fall back to the fixed tolerance against eager they were stored with."""
+    if r.get("reference_dtype"):
+        if not _false(r.get("accuracy_ok")):
+            return None
+        detail = r.get("accuracy") if isinstance(r.get("accuracy"), Mapping) else {}
+        worst = None
+        for name, g in (detail.get("groups") or {}).items():
+            if isinstance(g, Mapping) and not g.get("ok", True):
+                w = g.get("worst") or {}
+                worst = f"{name}: {w.get('tensor')}" if w.get("tensor") else name
+                break
+        mult, floor = _v(r, "accuracy_multiplier"), _v(r, "accuracy_floor")
+        return (f"{r['variant']} fails the {r['reference_dtype']} accuracy check: its error "
+                f"against the {r['reference_dtype']} reference is {_sci(_v(r, 'compiled_error'))}"
+                f", more than {mult if mult is not None else '?'}x eager's {_sci(_v(r, 'eager_error'))}"
+                + (f" + {floor:g} x the reference's size" if floor else "")
+                + (f" (worst: {worst})" if worst else "")
+                + ": not recommended.")
+    if _false(r.get("correct")):
+        return (f"{r['variant']} output differs from eager beyond tolerance (max relative "
+                f"error {_v(r, 'max_rel_err')}, allowed {_v(r, 'rtol')}): not recommended.")
+    return None
+
+
+def accuracy_cautions(rows: list[Row]) -> list[str]:
+    """Eager that is not deterministic; a float64 reference that could not run."""
+    out: list[str] = []
+    diffs = [(_v(r, "eager_repeat_max_diff"), str(r["variant"])) for r in rows
+             if _false(r.get("eager_deterministic"))]
+    if diffs:
+        worst = max((d for d, _ in diffs if d is not None), default=None)
+        out.append("Eager itself is not deterministic here: two identical eager runs differed"
+                   + (f" by up to {worst:.2e}" if worst is not None else "") + " (in the "
+                   f"process of {_join([v for _, v in diffs])}), so a difference from eager "
+                   "alone proves nothing; the float64 check allows for it.")
+    missing = [str(r["variant"]) for r in rows if r["variant"] != "eager"
+               and not r.get("reference_dtype") and isinstance(r.get("accuracy"), Mapping)
+               and r["accuracy"].get("error")]
+    if missing:
+        out.append(f"{_join(missing)}: the float64 reference could not run "
+                   f"({r_error(rows, missing[0])}); accuracy was judged against eager with a "
+                   "fixed tolerance instead.")
+    return out
+
+
+def r_error(rows: list[Row], variant: str) -> str:
+    r = next(r for r in rows if r["variant"] == variant)
+    return str(r["accuracy"].get("error"))[:200]
 
 
 def fastest(candidates: list[Row]) -> Row | None:

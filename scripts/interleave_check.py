@@ -45,7 +45,7 @@ def measure_model(model_name: str, dims: dict, device: str, reps: int, samples: 
     """Median per-call and pipelined ms of eager and compiled under each protocol, the protocols
     taking turns (order flipping) for ``reps`` repetitions."""
     timer = Timer(device)
-    model, inputs = build({"dtype": "float32", "seed": 0, "model": model_name}, dims, device)
+    model, inputs, _ = build({"dtype": "float32", "seed": 0, "model": model_name}, dims, device)
     compiled = torch.compile(model)
     fns = {"eager": lambda: model(*inputs), "compiled": lambda: compiled(*inputs)}
     budget = dict(min_samples=samples, min_time_s=0.0, max_time_s=30.0, k=50)

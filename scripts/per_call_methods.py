@@ -158,7 +158,7 @@ def main() -> int:
     timer = Timer(args.device)
     print(f"{'function':28s} {'method':28s} {'median ms':>9s} {'vs timeit':>7s}")
     for model_name, dims in MODELS:
-        model, inputs = build({"dtype": "float32", "seed": 0, "model": model_name}, dims,
+        model, inputs, _ = build({"dtype": "float32", "seed": 0, "model": model_name}, dims,
                               args.device)
         compiled = torch.compile(model)
         with torch.no_grad():

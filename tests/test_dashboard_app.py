@@ -347,3 +347,16 @@ def test_new_run_lists_operator_plugin_models(db, tmp_path, monkeypatch):
                                                 "(operator plugin)"
     assert {n.label for n in at.number_input} >= {"batch", "width"}
     assert at.selectbox(key="sweep-dim-plugin:tiny").options == ["(no sweep)", "batch"]
+
+
+def test_new_run_queues_a_training_step_with_the_compiled_optimizer(db):
+    at = app("new_run")
+    at.radio(key="step").set_value("train").run()  # the training options appear
+    for key, value in {"device": "cpu", "optimizer": "sgd", "autocast": "bfloat16"}.items():
+        at.selectbox(key=key).set_value(value)
+    at.multiselect(key="variants-train").set_value(["default", "default+opt"]).run()
+    button(at, "Queue run").click().run()
+    no_exceptions(at)
+    spec = queries.list_runs(db).iloc[0]["spec"]
+    assert spec["step"] == "train" and spec["variants"] == ["eager", "default", "default+opt"]
+    assert (spec["optimizer"], spec["autocast"]) == ("sgd", "bfloat16")

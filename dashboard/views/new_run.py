@@ -5,7 +5,18 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import auth, data, safe, widgets
-from dashboard.spec import BACKENDS, COMPILE_VARIANTS, DYNAMIC_CHOICES, RunRequest, build_spec
+from dashboard.spec import (
+    AUTOCASTS,
+    BACKENDS,
+    COMPILE_VARIANTS,
+    DYNAMIC_CHOICES,
+    OPT_VARIANTS,
+    OPTIMIZER_IMPLS,
+    OPTIMIZERS,
+    STEPS,
+    RunRequest,
+    build_spec,
+)
 
 st.title("New run")
 st.caption("Measures eager against each compile variant on the worker's machine: cold and warm "
@@ -101,12 +112,39 @@ with c2:
 
 # ---------------------------------------------------------------- variants and options
 st.subheader("Variants")
+step = st.radio("What one timed call is", list(STEPS), horizontal=True, key="step",
+                help="inference: one forward under no_grad. train: one training step — forward, "
+                     "loss, backward and optimizer step on a fixed batch drawn from the seed.")
+field_error("step")
+train = step == "train"
 variants = st.multiselect(
-    "Compile variants (eager is always measured as the baseline)", list(COMPILE_VARIANTS),
-    default=["default"], key="variants",
+    "Compile variants (eager is always measured as the baseline)",
+    list(COMPILE_VARIANTS) + (list(OPT_VARIANTS) if train else []),
+    default=["default"], key="variants-train" if train else "variants",
     help="torch.compile modes. reduce-overhead adds CUDA graphs; max-autotune benchmarks "
-         "kernel configs while compiling (slow compile).")
+         "kernel configs while compiling (slow compile). MODE+opt (training): the optimizer "
+         "step compiled too; eager+opt compiles the optimizer step alone.")
 field_error("variants")
+optimizer, optimizer_impl, lr, autocast, accuracy_steps = "adamw", "default", 1e-4, "none", 3
+if train:
+    with st.expander("Training step", expanded=True):
+        t1, t2, t3 = st.columns(3)
+        optimizer = t1.selectbox("Optimizer", list(OPTIMIZERS), key="optimizer")
+        optimizer_impl = t1.selectbox("Implementation", list(OPTIMIZER_IMPLS),
+                                      key="optimizer_impl",
+                                      help="foreach / fused kernels where torch has them.")
+        lr = t2.number_input("Learning rate", value=1e-4, format="%.1e", key="lr")
+        autocast = t2.selectbox("Autocast", list(AUTOCASTS), key="autocast",
+                                help="Mixed precision on float32 parameters (dtype float32); "
+                                     "float16 adds a GradScaler.")
+        with t2:
+            field_error("autocast")
+        accuracy_steps = t3.number_input("Accuracy after N steps", value=3, step=1,
+                                         key="accuracy_steps",
+                                         help="Loss and parameters after N steps are compared "
+                                              "with a float64 run.")
+        with t3:
+            field_error("accuracy_steps")
 
 with st.expander("Compile options"):
     o1, o2, o3 = st.columns(3)
@@ -157,7 +195,8 @@ request = RunRequest(
     backend=backend, dynamic=DYNAMIC_CHOICES[dynamic_label], fullgraph=fullgraph,
     warmup_calls=warmup_calls, min_samples=min_samples, min_time_s=min_time,
     max_time_s=max_time, pipeline_k=pipeline_k, timeout_s=timeout, seed=seed, profile=profile,
-    warm_cache=warm_cache, sweep_dim=None if sweep_dim == "(no sweep)" else sweep_dim,
+    warm_cache=warm_cache, step=step, optimizer=optimizer, optimizer_impl=optimizer_impl,
+    lr=float(lr), autocast=autocast, accuracy_steps=int(accuracy_steps), sweep_dim=None if sweep_dim == "(no sweep)" else sweep_dim,
     sweep_values=sweep_values, tags=tags, note=note,
 )
 check = build_spec(request, model, devices, engine_check=data.engine_normalise)

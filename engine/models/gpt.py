@@ -5,6 +5,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from engine.models.losses import cross_entropy
+
 
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention through F.scaled_dot_product_attention."""
@@ -60,4 +62,6 @@ class Decoder(nn.Module):
 def build(batch: int = 8, seq: int = 128, layers: int = 4, hidden: int = 512, heads: int = 8,
           vocab: int = 8192):
     model = Decoder(layers, hidden, heads, vocab, max_seq=max(seq, 8192))
-    return model, (torch.randint(0, vocab, (batch, seq)),)
+    idx = torch.randint(0, vocab, (batch, seq))
+    # training: next-token prediction on random targets (fixed by the seed)
+    return model, (idx,), cross_entropy(torch.randint(0, vocab, (batch, seq)))

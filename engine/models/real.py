@@ -20,10 +20,15 @@ def bert_base(batch: int = 8, seq: int = 128):
     from transformers import BertConfig, BertModel
 
     model = BertModel(BertConfig())  # bert-base-uncased shape: 12 layers, 768 hidden, 12 heads
+    # training: no loss here, so the default one (MSE of the last hidden state against a fixed
+    # random target, engine/train_step.py) trains every layer of the encoder
     return _LastHidden(model), (torch.randint(0, 30522, (batch, seq)),)
 
 
 def resnet50(batch: int = 32, image: int = 224):
     from torchvision.models import resnet50 as make
 
-    return make(weights=None), (torch.randn(batch, 3, image, image),)
+    from engine.models.losses import cross_entropy
+
+    images = torch.randn(batch, 3, image, image)
+    return make(weights=None), (images,), cross_entropy(torch.randint(0, 1000, (batch,)))

@@ -4,6 +4,8 @@ blocks (stride 2 between stages), global average pool and a linear head."""
 import torch
 from torch import nn
 
+from engine.models.losses import cross_entropy
+
 
 class BasicBlock(nn.Module):
     def __init__(self, cin: int, cout: int, stride: int) -> None:
@@ -33,4 +35,6 @@ def build(batch: int = 32, image: int = 64, width: int = 32, blocks: int = 2):
             layers.append(BasicBlock(cin, cout, 2 if (i == 0 and stage > 0) else 1))
             cin = cout
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 1000)]
-    return nn.Sequential(*layers), (torch.randn(batch, 3, image, image),)
+    images = torch.randn(batch, 3, image, image)
+    # training: 1000-class cross-entropy on random labels (fixed by the seed)
+    return nn.Sequential(*layers), (images,), cross_entropy(torch.randint(0, 1000, (batch,)))

@@ -1,0 +1,214 @@
+"""Accuracy judged against a float64 reference, as PyTorch's own benchmark harness judges it.
+
+Why not "compiled vs eager under a fixed tolerance": in bfloat16, eager itself is far from the
+true value, so a fixed tolerance is either too tight (fails correct fusions that round
+differently) or too loose (passes real bugs). PyTorch's harness (``torch._dynamo.utils.same``
+with ``fp64_ref``) instead runs the model once more in float64 and asks whether compiled is about
+as close to that reference as eager is:
+
+    eager_error    = RMSE(eager    - fp64)
+    compiled_error = RMSE(compiled - fp64)
+    pass  <=>  compiled_error <= multiplier * eager_error + floor * RMS(fp64)
+
+per tensor (every output tensor; for a training step the loss of each of the first N steps and
+every parameter's *update* after N steps). ``multiplier`` defaults to 3 as in the harness;
+``floor`` is an allowance for when eager's own error is about zero (float32 on small models), the
+harness's ``tol / 10``, but relative to the reference's own size (RMS; absolute where the
+reference is all zeros). Why relative, and why parameter updates rather than parameters: after 3
+AdamW steps at lr 1e-4 a parameter has moved by about 3e-4, so an absolute floor of 1e-3 on the
+parameters would pass a compiled optimizer that never updated anything. The update's error is
+the parameter's error (both runs start from the same values); only the scale differs. The figures reported are those of the worst tensor (largest
+``compiled_error / allowance``), so the sentence a user reads names the tensor that decided.
+
+Eager is also run twice: a model whose eager result changes between two identical runs (atomic
+adds in embedding backward, non-deterministic cuBLAS/cuDNN algorithms) is reported, because then
+"differs from eager" by itself proves nothing.
+
+``torch._dynamo.utils.same`` itself is also asked (guarded: its signature moves between torch
+releases) and its answer kept in the detail, so a disagreement with our figures shows.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+REFERENCE_DTYPE = "float64"
+DEFAULT_MULTIPLIER = 3.0
+# The absolute floor by the dtype the arithmetic runs in (autocast's when it is on): the
+# harness's tolerances (1e-4 for float32, 1e-2 for half types) divided by 10, as ``same`` does.
+DEFAULT_FLOOR = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 1e-3, "float64": 1e-9}
+
+Tensors = dict[str, torch.Tensor]
+
+
+def compute_dtype(run: Mapping[str, Any]) -> str:
+    """The dtype the arithmetic runs in: autocast's when it is on, else the run's dtype."""
+    ac = run.get("autocast") or "none"
+    return ac if ac != "none" and run.get("step") == "train" else str(run["dtype"])
+
+
+def floor_for(run: Mapping[str, Any]) -> float:
+    floor = run.get("accuracy_floor")
+    return float(floor) if floor is not None else DEFAULT_FLOOR.get(compute_dtype(run), 1e-3)
+
+
+def named_leaves(obj: Any, prefix: str = "output") -> Tensors:
+    """Every tensor in a (nested) output, named by its position: ``output[0]``, ``output.logits``."""
+    leaves, _ = pytree.tree_flatten_with_path(obj) if hasattr(pytree, "tree_flatten_with_path") \
+        else (list(enumerate(pytree.tree_leaves(obj))), None)
+    out: Tensors = {}
+    for path, leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            key = "".join(str(p) for p in path) if isinstance(path, tuple) else f"[{path}]"
+            out[prefix + key] = leaf.detach()
+    return out
+
+
+def rmse(reference: torch.Tensor, value: torch.Tensor) -> float:
+    """Root-mean-square error in float64; integer tensors: the fraction of entries that differ.
+    A shape mismatch is an infinite error (never a pass)."""
+    if reference.shape != value.shape:
+        return math.inf
+    if not (reference.is_floating_point() or reference.is_complex()):
+        return float((reference != value.to(reference.device)).double().mean()) \
+            if reference.numel() else 0.0
+    if reference.numel() == 0:
+        return 0.0
+    diff = value.detach().to(reference.device, torch.float64) - reference.detach().double()
+    return float(diff.pow(2).mean().sqrt())
+
+
+def judge(fp64: Tensors, eager: Tensors, compiled: Tensors | None, *, multiplier: float,
+          floor: float) -> dict[str, Any]:
+    """Compare eager (and compiled, when given) with the float64 reference, tensor by tensor.
+
+    Returns the worst tensor's figures, how many tensors were compared and how many failed.
+    NaN never passes: ``nan <= x`` is False."""
+    worst: dict[str, Any] | None = None
+    failed, score_worst = 0, -1.0
+    for name, ref in fp64.items():
+        e = rmse(ref, eager[name]) if name in eager else math.inf
+        c = None
+        if compiled is not None:
+            c = rmse(ref, compiled[name]) if name in compiled else math.inf
+        scale = rmse(torch.zeros_like(ref), ref) if ref.is_floating_point() else 0.0
+        allowed = multiplier * e + floor * (scale if 0 < scale < math.inf else 1.0)
+        ok = c is None or (c <= allowed)
+        failed += not ok
+        # the tensor that decided: highest compiled/allowance; eager alone: highest eager error
+        score = (c / allowed if allowed > 0 else math.inf) if c is not None else e
+        if score != score:  # NaN sorts as the worst
+            score = math.inf
+        if worst is None or score > score_worst:
+            worst, score_worst = {"tensor": name, "eager_error": e, "compiled_error": c,
+                                  "allowed": allowed, "ok": ok}, score
+    return {"ok": failed == 0, "tensors": len(fp64), "failed": failed, "worst": worst,
+            "multiplier": multiplier, "floor": floor}
+
+
+def max_abs_diff(a: Tensors, b: Tensors) -> float:
+    """The largest absolute difference between two runs (0.0: bit-identical); NaN where both
+    are NaN counts as equal, NaN against a number as infinite."""
+    worst = 0.0
+    for name, x in a.items():
+        y = b.get(name)
+        if y is None or y.shape != x.shape:
+            return math.inf
+        if not x.is_floating_point():
+            worst = max(worst, 0.0 if torch.equal(x, y) else math.inf)
+            continue
+        xd, yd = x.double(), y.to(x.device).double()
+        both_nan = xd.isnan() & yd.isnan()
+        d = (xd - yd).abs().masked_fill(both_nan, 0.0)
+        if d.numel():
+            m = float(d.max()) if not d.isnan().any() else math.inf
+            worst = max(worst, m)
+    return worst
+
+
+def _torch_same(eager: Tensors, compiled: Tensors, fp64: Tensors, tol: float) -> bool | None:
+    """What ``torch._dynamo.utils.same`` says, or None where it cannot be asked."""
+    try:
+        from torch._dynamo.utils import same
+
+        names = list(fp64)
+        return bool(same([eager[n] for n in names], [compiled[n] for n in names],
+                         fp64_ref=[fp64[n] for n in names], tol=tol, log_error=lambda *a: None))
+    except Exception:
+        return None
+
+
+def figures(groups: dict[str, dict[str, Any]], *, deterministic_diff: float,
+            extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The result's top-level accuracy figures from one or more judged groups (``output``, or
+    ``loss`` and ``parameters``): the worst group's worst tensor decides."""
+    def badness(g: dict[str, Any]) -> float:
+        w = g["worst"] or {}
+        c, allowed = w.get("compiled_error"), w.get("allowed")
+        if c is None:
+            return w.get("eager_error") or 0.0
+        return math.inf if c != c or not allowed else c / allowed
+
+    worst_group = max(groups.values(), key=badness)
+    w = worst_group["worst"] or {}
+    ok = all(g["ok"] for g in groups.values())
+    detail: dict[str, Any] = {"groups": groups, **(extra or {})}
+    return {"reference_dtype": REFERENCE_DTYPE,
+            "eager_error": _finite(w.get("eager_error")),
+            "compiled_error": _finite(w.get("compiled_error")),
+            "accuracy_multiplier": worst_group["multiplier"],
+            "accuracy_floor": worst_group["floor"],
+            "accuracy_ok": ok,
+            "eager_deterministic": deterministic_diff == 0.0,
+            "eager_repeat_max_diff": _finite(deterministic_diff),
+            "accuracy": detail}
+
+
+def _finite(x: float | None) -> float | None:
+    # storage keeps NaN/inf as null; say "not finite" in the detail instead of losing it
+    return x if x is None or math.isfinite(x) else None
+
+
+def failed(reason: str) -> dict[str, Any]:
+    """No float64 reference could be run: the verdict falls back to the fixed tolerance."""
+    return {"reference_dtype": None, "accuracy_ok": None, "accuracy": {"error": reason[:500]}}
+
+
+def to_float64(x: Any) -> Any:
+    """Floating tensors to float64, the rest (token ids, masks) unchanged."""
+    return pytree.tree_map(
+        lambda t: t.detach().double() if isinstance(t, torch.Tensor) and t.is_floating_point()
+        else t, x)
+
+
+def check_inference(model: torch.nn.Module, inputs: tuple, eager_out: Any, compiled_out: Any,
+                    run: Mapping[str, Any]) -> dict[str, Any]:
+    """Inference accuracy: the model's output in float64 (a float64 copy of the very weights
+    the run uses, so weight rounding is not counted as error) against eager's and compiled's.
+    Eager is called once more to see whether it is deterministic. Runs under no_grad (the
+    child's inference context). ``compiled_out`` None: the eager variant, eager figures only.
+    ``correct`` follows the float64 verdict when the reference ran."""
+    multiplier, floor = float(run.get("accuracy_multiplier", DEFAULT_MULTIPLIER)), floor_for(run)
+    try:
+        with torch.no_grad():
+            fp64_model = copy.deepcopy(model).to(torch.float64)
+            ref = named_leaves(fp64_model(*to_float64(inputs)))
+            del fp64_model
+            again = named_leaves(model(*inputs))
+    except Exception as e:  # e.g. an op without a float64 kernel on this device
+        return failed(f"float64 reference failed: {type(e).__name__}: {e}")
+    eager = named_leaves(eager_out)
+    compiled = None if compiled_out is None else named_leaves(compiled_out)
+    group = judge(ref, eager, compiled, multiplier=multiplier, floor=floor)
+    extra: dict[str, Any] = {"step": "inference"}
+    if compiled is not None:
+        extra["torch_same"] = _torch_same(eager, compiled, ref, tol=floor * 10)
+    out = figures({"output": group}, deterministic_diff=max_abs_diff(eager, again), extra=extra)
+    out["correct"] = bool(group["ok"])
+    return out

@@ -1,0 +1,177 @@
+"""GPU acceptance for the training step (issue 15): BERT-base and the GPT stack, one training
+step, eager vs default vs reduce-overhead vs the compiled optimizer, with peak memory and accuracy
+against float64.
+
+Each command measures one model with one compiled variant (plus eager, which every run has), so
+that every command fits in 10 minutes on an H200 (cold compiles of forward + backward + optimizer
+take tens of seconds each, and every compiled variant runs in several processes):
+
+    python scripts/train_acceptance.py --db sqlite:///$OUT/train.db --model bert --variant default
+    python scripts/train_acceptance.py --db sqlite:///$OUT/train.db --model bert --variant reduce-overhead
+    python scripts/train_acceptance.py --db sqlite:///$OUT/train.db --model bert --variant default+opt
+    python scripts/train_acceptance.py --db sqlite:///$OUT/train.db --model gpt  --variant default
+    ...  (or --variant all, for a host where 10 minutes is not a limit)
+
+then, on any host with the databases (several --db are merged into the first):
+
+    python scripts/train_acceptance.py --db sqlite:///all.db --db sqlite:///a.db ... --table-only \
+        --bundle data/train_bundle.json
+
+Each run goes through ``python -m engine run`` (validate, queue, claim, execute), exactly as a
+user's would. ``--tiny`` shrinks the shapes and budgets for a CPU check of the script itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TAG = "train-acceptance"
+VARIANTS = ("default", "reduce-overhead", "default+opt")
+# BERT-base bf16 b8 s128 as DESIGN §4 measures it for inference: bfloat16 autocast on float32
+# parameters (the usual mixed-precision recipe; AdamW keeps float32 master weights).
+MODELS: dict[str, list[str]] = {
+    "bert": ["--model", "bert_base", "--dim", "batch=8", "--dim", "seq=128",
+             "--dtype", "float32", "--autocast", "bfloat16"],
+    "gpt": ["--model", "gpt_decoder", "--dim", "batch=8", "--dim", "seq=128", "--dim", "layers=4",
+            "--dim", "hidden=512", "--dim", "heads=8", "--dim", "vocab=8192",
+            "--dtype", "float32", "--autocast", "bfloat16"],
+}
+TINY: dict[str, list[str]] = {
+    "bert": MODELS["bert"][:2] + ["--dim", "batch=1", "--dim", "seq=8", "--dtype", "float32"],
+    "gpt": ["--model", "gpt_decoder", "--dim", "batch=2", "--dim", "seq=8", "--dim", "layers=1",
+            "--dim", "hidden=32", "--dim", "heads=2", "--dim", "vocab=64", "--dtype", "float32"],
+}
+TINY_BUDGET = ["--warmup-calls", "3", "--min-samples", "3", "--min-time", "0", "--max-time",
+               "0.5", "--pipeline-k", "2", "--processes", "1", "--max-processes", "1",
+               "--no-warm-cache", "--accuracy-steps", "2"]
+
+
+def run_once(model: str, variants: list[str], db: str, device: str, tiny: bool,
+             backend: str, timeout: float) -> int:
+    args = (TINY if tiny else MODELS)[model]
+    cmd = [sys.executable, "-m", "engine", "run", *args, "--step", "train", "--optimizer",
+           "adamw", "--variants", ",".join(["eager", *variants]), "--device", device,
+           "--backend", backend, "--timeout", str(timeout), "--db", db, "--json",
+           "--tag", TAG, "--tag", f"{TAG}-{model}", *(TINY_BUDGET if tiny else [])]
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if out.returncode not in (0, 1):  # 1: a variant failed, which is a result
+        sys.stderr.write(out.stderr[-4000:])
+        raise SystemExit(f"{model}: engine run exited {out.returncode}")
+    run_id = int(out.stdout.strip().splitlines()[-1])
+    print(f"== {model} {','.join(variants)}: run {run_id} in {time.monotonic() - t0:.0f} s",
+          flush=True)
+    return run_id
+
+
+def _f(x: object, fmt: str) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return format(x, fmt)
+
+
+def table(db: object) -> str:
+    """One line per (run, variant): step times, speedup, compile, memory, float64 accuracy."""
+    from storage import queries
+
+    runs = queries.list_runs(db, tag=TAG)
+    if runs.empty:
+        return "no train-acceptance runs in this database"
+    d = queries.load_runs(db, [int(r) for r in runs["run_id"]])
+    head = ["run", "model", "variant", "ms/step", "eager ms", "speedup [95% CI]", "cold s",
+            "warm s", "break-even", "peak MiB", "kern/step", "brk/recomp", "err fp64",
+            "eager err", "x", "acc", "eager det"]
+    rows = [head]
+    v = d["variants"]
+    names = dict(zip(d["runs"]["run_id"], d["runs"]["model"], strict=True))
+    for _, r in v.sort_values(["run_id"]).iterrows():
+        ci = ("-" if r.get("speedup") is None or r.get("speedup") != r.get("speedup") else
+              f"{r['speedup']:.2f}x [{r['speedup_ci_low']:.2f},{r['speedup_ci_high']:.2f}]")
+        mib = r.get("peak_allocated_bytes")
+        rows.append([
+            str(r["run_id"]), names.get(r["run_id"], "?"), r["variant"],
+            _f(r.get("median_ms"), ".3f"), _f(r.get("eager_median_ms"), ".3f"),
+            ci if r["variant"] != "eager" else "1 (baseline)",
+            _f(r.get("first_call_cold_s"), ".1f"), _f(r.get("first_call_warm_s"), ".1f"),
+            _f(r.get("break_even_calls"), ".0f"),
+            "-" if mib is None or mib != mib else f"{mib / 2**20:.0f}",
+            _f(r.get("kernels_per_call"), ".0f"),
+            f"{_f(r.get('graph_break_count'), '.0f')}/{_f(r.get('recompile_count'), '.0f')}",
+            _f(r.get("compiled_error"), ".2e"), _f(r.get("eager_error"), ".2e"),
+            _f(r.get("accuracy_multiplier"), "g"), str(r.get("accuracy_ok")),
+            str(r.get("eager_deterministic"))])
+        if r.get("status") != "ok":
+            rows[-1][3] = f"FAILED {r.get('failure_kind')}: {str(r.get('error'))[:80]}"
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
+    lines = ["== training step, per variant (ms per step; memory less the eager twin) =="]
+    lines += ["  ".join(str(c).rjust(w) for c, w in zip(row, widths, strict=True))
+              for row in rows]
+    return "\n".join(lines)
+
+
+def _finished(db: object) -> list[int]:
+    from storage import queries
+
+    runs = queries.list_runs(db, tag=TAG)
+    return [int(r) for r, st in zip(runs["run_id"], runs["status"], strict=True)
+            if st in ("done", "failed", "cancelled")]
+
+
+def merge(target: object, sources: list[str]) -> None:
+    """Copy every finished train-acceptance run of the other databases into ``target``."""
+    from storage import export_bundle, import_bundle, open_database
+
+    for url in sources:
+        src = open_database(url, create=False)
+        ids = _finished(src)
+        if ids:
+            new = import_bundle(target, export_bundle(src, ids))
+            print(f"merged {len(new)} run(s) from {url}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--db", action="append", required=True,
+                    help="database URL; with --table-only, further --db are merged into the "
+                         "first")
+    ap.add_argument("--model", choices=sorted(MODELS), action="append")
+    ap.add_argument("--variant", default="all",
+                    help=f"one of {', '.join(VARIANTS)}, a comma list, or all")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--backend", default="inductor")
+    ap.add_argument("--timeout", type=float, default=540.0, help="seconds per variant child")
+    ap.add_argument("--tiny", action="store_true", help="tiny shapes and budgets (CPU check)")
+    ap.add_argument("--table-only", action="store_true")
+    ap.add_argument("--bundle", default=None, help="also write the runs as a bundle (JSON)")
+    args = ap.parse_args()
+    from engine.report import format_run
+    from storage import export_bundle, open_database
+
+    db = open_database(args.db[0])
+    if args.table_only:
+        merge(db, args.db[1:])
+    else:
+        variants = list(VARIANTS) if args.variant == "all" else args.variant.split(",")
+        for model in args.model or sorted(MODELS):
+            run_id = run_once(model, variants, args.db[0], args.device, args.tiny,
+                              args.backend, args.timeout)
+            print(format_run(db, run_id), flush=True)
+    print(table(db))
+    if args.bundle:
+        ids = _finished(db)
+        Path(args.bundle).write_text(json.dumps(export_bundle(db, ids)))
+        print(f"wrote {len(ids)} run(s) to {args.bundle}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
