@@ -10,7 +10,7 @@ import importlib
 import importlib.util
 import sys
 
-CANDIDATES = ("transformers", "torchvision")
+CANDIDATES = ("transformers",)  # torchvision imports torch._dynamo (H200, torch 2.11)
 LOADED: list[str] = []
 
 
