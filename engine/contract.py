@@ -59,6 +59,11 @@ class RunSpec:
     max_processes: int = 4
     target_halfwidth: float = 0.05
     process_budget_s: float = 30.0
+    # What the run needs beyond its device, so that only a worker that has it claims the run
+    # (storage/workers.py): a GPU model by its exact name ("NVIDIA H200"), a torch release or a
+    # prefix of one ("2.11"). None: any worker with the device.
+    require_gpu: str | None = None
+    require_torch: str | None = None
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from storage.models.run import Run
 from storage.models.run_tag import RunTag
 from storage.models.sweep_point import SweepPoint
 from storage.models.variant_result import VariantResult
+from storage.models.worker import Worker
 
 __all__ = [
     "FAILURE_KINDS",
@@ -27,5 +28,6 @@ __all__ = [
     "RunTag",
     "SweepPoint",
     "VariantResult",
+    "Worker",
     "utcnow",
 ]
