@@ -51,19 +51,7 @@ auth.gate()  # shared mode: the password page until this session signs in (dashb
 
 with st.sidebar:
     st.markdown("**Compile Lab** — torch.compile vs eager, measured on your hardware.")
-    try:
-        state = data.current_worker_state()
-        if state.running:
-            st.caption(f"Worker busy: {state.running} running, {state.queued} queued.")
-        elif state.seems_down:
-            st.caption(f"⚠️ {state.queued} queued, no worker: start it with `make run` or "
-                       "`python -m engine worker`.")
-        elif state.queued:
-            st.caption(f"{state.queued} queued.")
-        else:
-            st.caption("Queue empty.")
-    except Exception as exc:  # noqa: BLE001 - the pages say what to do
-        st.caption(f"Database unavailable: {safe.md(exc, 300)}")
+    widgets.sidebar_queue_status()
     st.caption(f"Database: {safe.md(data.describe_database(), 300)}")
     auth.sidebar_status()
 

@@ -51,6 +51,9 @@ class RunRequest:
     sweep_values: str = ""
     tags: str = ""
     note: str = ""
+    # Only a worker with this GPU model / torch release claims the run (None: any).
+    require_gpu: str | None = None
+    require_torch: str | None = None
 
 
 @dataclass
@@ -140,7 +143,8 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
     if req.dtype not in model.dtypes:
         errors["dtype"] = f"{model.name} supports {', '.join(model.dtypes)}."
     if req.device not in devices:
-        errors["device"] = ("No GPU found, CPU runs still work." if req.device == "cuda"
+        errors["device"] = ("No connected worker has a GPU; CPU runs still work."
+                            if req.device == "cuda"
                             else f"Device must be one of {', '.join(devices)}.")
 
     compile_variants = [v for v in dict.fromkeys(req.variants) if v != "eager"]
@@ -235,6 +239,8 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
         "seed": seed,
         "profile": bool(req.profile),
         "warm_cache": bool(req.warm_cache),
+        "require_gpu": req.require_gpu or None,
+        "require_torch": req.require_torch or None,
     }
     if engine_check is not None:
         try:

@@ -165,5 +165,24 @@ def _as_dict(w: Worker) -> dict[str, Any]:
 
 
 __all__ = ["BEAT_EVERY_S", "LIVE_AFTER_S", "Capabilities", "beat_worker",
-           "capabilities_of", "live_workers", "register_worker", "servable", "torch_prefixes",
+           "capabilities_of", "live_workers", "queue_summary", "register_worker", "servable",
+           "torch_prefixes",
            "unregister_worker"]
+
+
+def queue_summary(db: Database, limit: int = 500) -> dict[str, Any]:
+    """What the dashboard's sidebar needs, in two small queries: the number of running and
+    queued runs, and the oldest ``limit`` queued runs with what they need (run_id, device, require_gpu,
+    require_torch), to tell which of them no connected worker can serve."""
+    from sqlalchemy import func
+
+    with db.session() as session:
+        counts = dict(session.execute(
+            select(Run.status, func.count()).where(Run.status.in_(("queued", "running")))
+            .group_by(Run.status)).all())
+        rows = session.execute(
+            select(Run.id, Run.device, Run.require_gpu, Run.require_torch)
+            .where(Run.status == "queued").order_by(Run.created_at, Run.id).limit(limit)).all()
+    return {"running": int(counts.get("running", 0)), "queued_total": int(counts.get("queued", 0)),
+            "queued": [{"run_id": r[0], "device": r[1], "require_gpu": r[2],
+                        "require_torch": r[3]} for r in rows]}

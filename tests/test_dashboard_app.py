@@ -11,6 +11,11 @@ from streamlit.testing.v1 import AppTest
 from test_dashboard_data import ENVIRONMENT, bert_results, mlp_results, spec, sweep_results
 
 from storage import bundle, queries, queue, results
+from storage.workers import Capabilities, register_worker
+
+H200 = Capabilities(devices=("cpu", "cuda"), gpu_name="NVIDIA H200", gpu_count=1,
+                    gpu_memory_bytes=150_000_000_000, torch_version="2.11.0+cu128")
+LAPTOP = Capabilities(devices=("cpu",), torch_version="2.13.0")
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
 TIMEOUT = 30
@@ -63,7 +68,7 @@ def test_runs_page_empty_state_says_how_to_start(db):
     at = app()
     no_exceptions(at)
     info = texts(at.info)
-    assert "No runs yet" in info and "python -m engine worker" in info
+    assert "No runs yet" in info and "make worker" in info
 
 
 def test_runs_page_table_filters_and_selection(db):
@@ -112,11 +117,13 @@ def test_new_run_page_widgets(db):
                                                   "Minimum samples", "Minimum time (s)",
                                                   "Maximum time (s)", "Timeout per variant (s)"}
     assert at.multiselect(key="variants").value == ["default"]
+    # No worker connected: both devices offered, cpu preselected, and how to start one.
     assert at.selectbox(key="device").options == ["cpu", "cuda"]
+    assert at.selectbox(key="device").value == "cpu"
     assert at.selectbox(key="backend").options == ["inductor", "aot_eager", "eager"]
     assert len(at.selectbox(key="dynamic").options) == 3
     assert at.checkbox(key="fullgraph").value is False
-    assert "No GPU found" in texts(at.caption)
+    assert "No worker running" in texts(at.warning) and "make worker" in texts(at.warning)
     assert button(at, "Queue run")
     assert at.query_params["model"] == "mlp"
 
@@ -159,22 +166,61 @@ def test_new_run_submit_queues_and_shows_progress_with_cancel(db):
     assert queries.list_runs(db).iloc[0]["status"] == "cancelled"
 
 
-def test_worker_not_running_banner(db, monkeypatch):
-    from dashboard import data
-
+def test_worker_not_running_banner(db):
     queue.enqueue_run(db, spec("mlp", device="cpu"))
-    monkeypatch.setattr(data, "QUEUE_WAIT_S", -1)
-    at = app("new_run")
+    at = app("runs")
     no_exceptions(at)
     warning = texts(at.warning)
-    assert "does not seem to be running" in warning and "make run" in warning
+    assert "No worker running" in warning and "1 run(s) queued" in warning
+    assert "make worker" in warning
 
 
-def test_gpu_reported_by_worker_selects_cuda(db):
-    seed_done(db, spec("mlp"), mlp_results())
+def test_imported_gpu_runs_do_not_pretend_to_be_a_connected_worker(db):
+    seed_done(db, spec("mlp"), mlp_results())  # measured on an NVIDIA H200, no worker now
     at = app("new_run")
+    assert at.selectbox(key="device").value == "cpu"
+    assert "NVIDIA H200" not in texts(at.caption) + texts(at.markdown)
+    assert "No worker running" in texts(at.warning)
+
+
+def test_connected_gpu_worker_drives_devices_and_requirements(db):
+    register_worker(db, "gpu7:42", H200, host="gpu7", pid=42)
+    register_worker(db, "laptop:9", LAPTOP, host="laptop", pid=9)
+    at = app("new_run")
+    no_exceptions(at)
+    assert at.selectbox(key="device").options == ["cpu", "cuda"]
     assert at.selectbox(key="device").value == "cuda"
-    assert "NVIDIA H200" in texts(at.caption)
+    connected = texts(at.caption).replace("\\", "")  # shown through safe.md
+    assert "gpu7 · NVIDIA H200 ×1, 140 GiB · torch 2.11.0+cu128" in connected
+    assert "laptop · CPU only · torch 2.13.0" in connected
+    assert "No worker running" not in texts(at.warning)
+    at.selectbox(key="require-gpu").set_value("NVIDIA H200").run()
+    at.selectbox(key="require-torch").set_value("2.13.0").run()
+    assert "No connected worker can run this" in texts(at.warning)  # no H200 has 2.13
+    at.selectbox(key="require-torch").set_value("2.11.0+cu128").run()
+    assert "No connected worker can run this" not in texts(at.warning)
+    at.number_input(key="dim-mlp-batch").set_value(8).run()
+    button(at, "Queue run").click().run()
+    no_exceptions(at)
+    queued = queries.list_runs(db).iloc[0]["spec"]
+    assert (queued["device"], queued["require_gpu"], queued["require_torch"]) == (
+        "cuda", "NVIDIA H200", "2.11.0+cu128")
+    assert queued["dims"]["batch"] == 8 and isinstance(queued["dims"]["batch"], int)
+
+
+def test_cpu_only_worker_offers_cpu_only(db):
+    register_worker(db, "laptop:9", LAPTOP, host="laptop", pid=9)
+    at = app("new_run")
+    assert at.selectbox(key="device").options == ["cpu"]
+
+
+def test_fractional_batch_is_refused_not_truncated(db):
+    at = app("new_run")
+    at.number_input(key="dim-mlp-batch").set_value(2.5).run()
+    button(at, "Queue run").click().run()
+    no_exceptions(at)
+    assert "batch must be a whole number" in texts(at.error)
+    assert queries.list_runs(db).empty
 
 
 # --------------------------------------------------------------------------- compare page

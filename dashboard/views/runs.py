@@ -16,7 +16,7 @@ try:
 except Exception as exc:  # noqa: BLE001
     widgets.storage_unavailable(exc)
     st.stop()
-widgets.worker_banner(data.worker_state(everything))
+widgets.worker_banner()
 
 if everything.empty:
     widgets.no_runs_yet()
