@@ -27,6 +27,9 @@ from dashboard import auth, data, safe, widgets  # noqa: E402
 # from fonts.gstatic.com, the one request that left this machine on every page load. An emoji
 # becomes an inline data: SVG.
 st.set_page_config(page_title="Compile Lab", page_icon="⚡", layout="wide")
+# The tables' own CSV download wrote cells as stored (tag text included), whatever the page
+# escaped; every table that matters has an escaped export of its own (safe.csv) instead.
+st.set_option("client.disableDataExport", True)
 
 
 

@@ -62,6 +62,18 @@ def recompiles_table(recompiles: pd.DataFrame) -> pd.DataFrame:
     return df[cols].reset_index(drop=True)
 
 
+def runs_without_compiled_results(runs: pd.DataFrame, variants: pd.DataFrame) -> list[int]:
+    """Ids of runs where no compiled variant finished ok: graph breaks and recompiles are
+    unknown there (not zero)."""
+    if runs is None or runs.empty:
+        return []
+    ok = set()
+    if variants is not None and not variants.empty:
+        done = variants[(variants["status"] == "ok") & (variants["variant"] != "eager")]
+        ok = {int(r) for r in done["run_id"]}
+    return [int(r) for r in runs["run_id"] if int(r) not in ok]
+
+
 def failed_variants(variants: pd.DataFrame) -> pd.DataFrame:
     """Variants that did not finish ok, with kind, reason and stderr tail."""
     cols = ["run_id", "variant", "status", "failure_kind", "error", "stderr_tail"]

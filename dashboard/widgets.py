@@ -199,6 +199,8 @@ def _progress_body(run_id: int) -> str | None:
         return None
     r = runs.iloc[0]
     status = r["status"]
+    if toast := st.session_state.pop(f"cancel-toast-{run_id}", None):
+        st.toast(toast)
     spec = r.get("spec") if isinstance(r.get("spec"), dict) else {}
     planned = list(spec.get("variants") or [])
     variants = d.get("variants", pd.DataFrame())
@@ -243,7 +245,9 @@ def _cancel(run_id: int) -> None:
         return
     after = data.request_cancel(run_id)
     st.session_state[f"cancel-asked-{run_id}"] = True
-    st.toast(f"Run #{run_id}: cancel requested ({after}).")
+    # Shown by the progress view's body, not here: an element written from the callback of a
+    # widget inside a fragment made Streamlit print its "fragment callback" warning.
+    st.session_state[f"cancel-toast-{run_id}"] = f"Run #{run_id}: cancel requested ({after})."
 
 
 @st.fragment(run_every=1)
@@ -288,7 +292,9 @@ def notes_editor(r: pd.Series) -> None:
         tag_text = st.text_input("Tags (comma-separated)", value=", ".join(tags),
                                  key=f"tags-{rid}")
         if st.form_submit_button("Save note and tags"):
-            new_tags, err = parse_tags(tag_text)
+            # Tags left as they were are saved as they were: a tag given on the CLI may hold a
+            # comma ("a, b") and must not split in two because a note was edited.
+            new_tags, err = (tags, None) if tag_text == ", ".join(tags) else parse_tags(tag_text)
             if err:
                 st.error(safe.md(err))
                 return
@@ -345,7 +351,18 @@ def bundle_import(key: str = "bundle") -> None:
     except Exception as exc:  # noqa: BLE001 - import is all-or-nothing in storage
         st.error(f"Import of {name} failed: {safe.md(exc, 1000)}. Nothing was imported.")
         return
-    ids, already = outcome.new_ids, outcome.existing_ids
+    # Said at the top of the page after a full rerun: drawn here, the page above (its "No runs
+    # yet" empty state, its table) stayed as it was before the import.
+    st.session_state["import-outcome"] = (name, list(outcome.new_ids),
+                                          list(outcome.existing_ids))
+    st.rerun()
+
+
+def import_outcome() -> None:
+    """What the last bundle import did (set by ``bundle_import``, shown once)."""
+    if "import-outcome" not in st.session_state:
+        return
+    name, ids, already = st.session_state.pop("import-outcome")
     if already:
         st.info(f"{len(already)} run(s) of {name} are already in this database (as "
                 + ", ".join(f"#{i}" for i in already[:20]) + ("…" if len(already) > 20 else "")

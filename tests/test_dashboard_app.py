@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 from test_dashboard_data import ENVIRONMENT, bert_results, mlp_results, spec, sweep_results
 
@@ -369,9 +370,15 @@ def test_import_exported_bundle_round_trip(db):
     assert "already in this database" in texts(at.info)
     assert len(queries.list_runs(db)) == 1
     results.delete_runs(db, [a])
-    at = _import(app("runs"), "runs.json", payload)
+    st.cache_data.clear()  # deleted behind the dashboard's back
+    at = app("runs")
+    assert "No runs yet" in texts(at.info)
+    at = _import(at, "runs.json", payload)
     assert "Imported 1 run(s)" in texts(at.success)
     assert len(queries.list_runs(db)) == 1
+    # The page left its empty state: the imported run is listed at once, no reload needed.
+    assert "No runs yet" not in texts(at.info)
+    assert len(at.dataframe) == 1
 
 
 def test_new_run_lists_operator_plugin_models(db, tmp_path, monkeypatch):
@@ -390,3 +397,47 @@ def test_new_run_lists_operator_plugin_models(db, tmp_path, monkeypatch):
                                                 "(operator plugin)"
     assert {n.label for n in at.number_input} >= {"batch", "width"}
     assert at.selectbox(key="sweep-dim-plugin:tiny").options == ["(no sweep)", "batch"]
+
+
+def test_tags_the_cli_accepted_never_block_saving_a_note(db):
+    """Tags such as ``<script>`` or ``=cmd`` (accepted by the CLI and by storage) used to make
+    the editor refuse to save; a tag holding a comma would split into two on save."""
+    tags = ["<script>alert(1)</script>", "=cmd|' /C calc'!A0", "a, b"]
+    a = seed_done(db, spec("mlp"), mlp_results(), tags=tags)
+    at = app("compare", runs=str(a))
+    at.text_area(key=f"note-{a}").set_value("checked")
+    next(b for b in at.button if b.label == "Save note and tags").click().run()
+    no_exceptions(at)
+    assert not at.error, texts(at.error)
+    run = queries.list_runs(db).iloc[0]
+    assert run["note"] == "checked" and sorted(run["tags"]) == sorted(tags)
+
+
+def test_comparison_across_machines_carries_a_notice(db):
+    gpu = seed_done(db, spec("mlp"), mlp_results())
+    cpu = queue.enqueue_run(db, spec("mlp", device="cpu"))
+    queue.claim_run(db, cpu, "laptop")
+    for r in mlp_results(device="cpu"):
+        results.save_variant_result(db, cpu, r)
+    queue.finish_run(db, cpu, "done", environment={"host": "laptop", "torch": "2.13.0"})
+    at = app("compare", runs=f"{gpu},{cpu}")
+    no_exceptions(at)
+    warning = texts(at.warning).replace("\\", "")
+    assert "different machines or software" in warning
+    assert f"device: cuda (#{gpu}) vs cpu (#{cpu})" in warning
+    assert f"host: gpu-box-1 (#{gpu}) vs laptop (#{cpu})" in warning
+    assert f"torch: 2.11.0 (#{gpu}) vs 2.13.0 (#{cpu})" in warning
+    single = app("compare", runs=str(gpu))
+    assert "different machines" not in texts(single.warning)
+
+
+def test_cancelled_run_does_not_claim_no_graph_breaks(db):
+    run_id = queue.enqueue_run(db, spec("mlp"))
+    queue.claim_run(db, run_id, "w")
+    results.save_variant_result(db, run_id, mlp_results()[0])  # eager only, then cancelled
+    queue.finish_run(db, run_id, "cancelled")
+    at = app("compare", runs=str(run_id))
+    no_exceptions(at)
+    captions = texts(at.caption)
+    assert "No graph breaks" not in captions and "No recompiles" not in captions
+    assert "no compiled variant finished" in captions

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data, report, safe, tables, widgets
+from dashboard import charts, data, mixing, report, safe, tables, widgets
 from dashboard.verdict import verdict_for_run
 
 st.title("Run / compare")
@@ -41,6 +41,9 @@ if runs.empty:
     st.stop()
 variants = d["variants"]
 verdicts = []
+mixed = mixing.notice(runs)
+if mixed:
+    st.warning(safe.md(mixed, 1500), icon=":material/compare_arrows:")
 
 # ---------------------------------------------------------------- per-run summary and verdict
 st.header("Verdict", anchor="verdict")
@@ -125,13 +128,22 @@ st.download_button("Download figures as CSV", safe.csv(vt),
 
 st.header("Graph breaks and recompiles", anchor="graph-breaks")
 gb = tables.graph_breaks_table(d["graph_breaks"])
-if gb.empty:
-    st.caption("No graph breaks: each compiled variant traced the model into one graph.")
-else:
+# Only a compiled variant that finished says anything about graph breaks: a cancelled or failed
+# run used to read "No graph breaks", as if it had been checked.
+unknown = tables.runs_without_compiled_results(runs, variants)
+if unknown:
+    st.caption(safe.md(f"Run(s) {', '.join(f'#{i}' for i in unknown)}: no compiled variant "
+                       "finished (cancelled or failed first), so graph breaks and recompiles "
+                       "are unknown there."))
+if gb.empty and len(unknown) < len(runs):
+    st.caption("No graph breaks: each compiled variant that finished traced the model into "
+               "one graph.")
+elif not gb.empty:
     st.dataframe(safe.frame(gb), hide_index=True, key="graph-breaks")
 rc = tables.recompiles_table(d["recompiles"])
 if rc.empty:
-    st.caption("No recompiles.")
+    if len(unknown) < len(runs):
+        st.caption("No recompiles.")
 else:
     st.dataframe(safe.frame(rc), hide_index=True, key="recompiles")
 skips = tables.cudagraph_skips_table(variants)

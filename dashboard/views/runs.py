@@ -17,6 +17,7 @@ except Exception as exc:  # noqa: BLE001
     widgets.storage_unavailable(exc)
     st.stop()
 widgets.worker_banner()
+widgets.import_outcome()
 
 if everything.empty:
     widgets.no_runs_yet()
