@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data, mixing, report, safe, tables, widgets
+from dashboard import charts, data, mixing, people, report, safe, tables, widgets
 from dashboard.verdict import verdict_for_run
 
 st.title("Run / compare")
@@ -52,8 +52,8 @@ for _, r in runs.iterrows():
     with st.container(border=True):
         st.markdown(f"**{widgets.run_title(r)}**")
         meta = [f"torch {r['torch_version']}" if r.get("torch_version") else None,
-                f"created {r['created_at']:%Y-%m-%d %H:%M}" if r.get("created_at") is not None
-                else None,
+                f"created {people.local_time(r.get('created_at'))}"
+                if people.local_time(r.get("created_at")) else None,
                 "tags: " + ", ".join(r["tags"]) if isinstance(r.get("tags"), list) and r["tags"]
                 else None]
         st.caption(safe.md(" · ".join(m for m in meta if m), 2000))
@@ -119,8 +119,11 @@ if sweeps is not None and not sweeps.empty:
 # ---------------------------------------------------------------- tables
 st.header("Variants", anchor="variants")
 vt = tables.variants_table(variants, runs)
-# safe.frame: the grid's own CSV download (toolbar) writes cells as shown, formulas neutralised
-st.dataframe(safe.frame(vt), hide_index=True, key="variants-table")
+headline, headline_columns = people.variants_headline(vt)
+st.dataframe(headline, hide_index=True, key="variants-table", column_config=headline_columns)
+with st.expander(f"All {len(vt.columns)} figures per variant (as in the CSV)"):
+    st.dataframe(people.styled(vt), hide_index=True, key="variants-all",
+                 column_config={c: people.human(c) for c in vt.columns})
 st.download_button("Download figures as CSV", safe.csv(vt),
                    file_name=f"compilelab-variants-{'-'.join(map(str, picked[:8]))}.csv",
                    mime="text/csv", icon=":material/download:", key="csv",

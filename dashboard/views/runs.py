@@ -7,7 +7,7 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from dashboard import auth, data, safe, tables, widgets
+from dashboard import auth, data, people, safe, tables, widgets
 
 st.title("Runs")
 
@@ -104,20 +104,15 @@ if "runs-initial-selection" not in st.session_state:
     st.session_state["runs-initial-selection"] = [
         i for i, rid in enumerate(table["run_id"]) if int(rid) in linked]
 event = st.dataframe(
-    safe.frame(table), key="runs-table", on_select="rerun", selection_mode="multi-row", hide_index=True,
+    people.styled(table, {"best_speedup": "{:.2f}"}), key="runs-table", on_select="rerun",
+    selection_mode="multi-row", hide_index=True,
     selection_default={"selection": {"rows": st.session_state["runs-initial-selection"],
                                      "columns": []}},
-    column_config={
-        "run_id": st.column_config.NumberColumn("run", format="#%d"),
-        "dims_label": "dims",
-        "gpu": "GPU",
-        "torch_version": "torch",
-        "best_speedup": st.column_config.NumberColumn(
-            "best speedup", format="%.2f×", help="Best ok compile variant: eager median ÷ "
-            "variant median (below 1.0× = compiled slower than eager)."),
-        "created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm"),
-    },
+    column_config=people.runs_columns(),
 )
+st.download_button("Download this table as CSV", safe.csv(table), file_name="compilelab-runs.csv",
+                   mime="text/csv", icon=":material/download:", key="runs-csv",
+                   on_click="ignore", help="Formula-like cells neutralised for spreadsheets.")
 selected_rows = list(event.selection.rows) if event is not None else []
 selected = [int(table.iloc[i]["run_id"]) for i in selected_rows if i < len(table)]
 widgets.set_param("selected", selected)
