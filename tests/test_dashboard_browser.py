@@ -17,14 +17,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from scripts.dashboard_health import NotHealthy, free_port, wait_healthy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -39,10 +39,12 @@ PLOTS = ".js-plotly-plot"
 WAIT_MS = 30_000
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+_free_port = free_port  # the name the other browser tests import
+
+
+def _kill_and_read(proc: subprocess.Popen) -> str:
+    proc.kill()
+    return proc.stdout.read().decode(errors="replace")
 
 
 def _stop(proc: subprocess.Popen, group: bool = False) -> None:
@@ -102,19 +104,11 @@ def server(tmp_path_factory):
          "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
-                    if r.read() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"streamlit did not come up:\n{proc.stdout.read().decode()[-3000:]}")
-            time.sleep(0.3)
+        try:
+            wait_healthy(base, proc, output=lambda: _kill_and_read(proc))
+        except NotHealthy as e:
+            pytest.fail(str(e))
         yield base, ids, url
     finally:
         _stop(proc)
