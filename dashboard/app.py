@@ -30,6 +30,17 @@ st.set_page_config(page_title="Compile Lab", page_icon="⚡", layout="wide")
 # The tables' own CSV download wrote cells as stored (tag text included), whatever the page
 # escaped; every table that matters has an escaped export of its own (safe.csv) instead.
 st.set_option("client.disableDataExport", True)
+# Narrow windows (a laptop at 1024 px, a projector): charts that sit two to a row stack instead,
+# and the main column gives up some of its wide padding; side by side at 1024 px their titles
+# and legends were cut off. Our own fixed CSS, no user text.
+st.html("""<style>
+@media (max-width: 1279px) {
+  [data-testid="stHorizontalBlock"]:has(.js-plotly-plot) { flex-direction: column; }
+  [data-testid="stHorizontalBlock"]:has(.js-plotly-plot) > [data-testid="stColumn"] {
+    width: 100% !important; flex: 1 1 100% !important; }
+  [data-testid="stMainBlockContainer"] { padding-left: 2rem; padding-right: 2rem; }
+}
+</style>""")
 
 
 

@@ -156,7 +156,9 @@ if not skips.empty:
 phases = tables.compile_phases_table(variants)
 if not phases.empty:
     st.markdown("**Compile phases** (seconds, as torch reports them)")
-    st.dataframe(safe.frame(phases), hide_index=True, key="compile-phases")
+    st.dataframe(people.styled(phases), hide_index=True, key="compile-phases",
+                 column_config={"run_id": st.column_config.NumberColumn("Run", format="#%d"),
+                                "variant": "Variant"})
 
 failed = tables.failed_variants(variants)
 if not failed.empty:
