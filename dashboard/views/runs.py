@@ -136,5 +136,7 @@ if selected:
                                             & (runs["status"] == "running"), "run_id"]]
         widgets.delete_runs_control(selected, running)
 
-with st.expander("Import runs from a JSON bundle"):
+# A key: the expander keeps its open state across the rerun an import makes (without one, the
+# message the import adds above it made it a new element, closed).
+with st.expander("Import runs from a JSON bundle", key="runs-import-expander"):
     widgets.bundle_import("runs-import")
