@@ -27,6 +27,20 @@ from dashboard import auth, data, safe, widgets  # noqa: E402
 # from fonts.gstatic.com, the one request that left this machine on every page load. An emoji
 # becomes an inline data: SVG.
 st.set_page_config(page_title="Compile Lab", page_icon="⚡", layout="wide")
+# The tables' own CSV download wrote cells as stored (tag text included), whatever the page
+# escaped; every table that matters has an escaped export of its own (safe.csv) instead.
+st.set_option("client.disableDataExport", True)
+# Narrow windows (a laptop at 1024 px, a projector): charts that sit two to a row stack instead,
+# and the main column gives up some of its wide padding; side by side at 1024 px their titles
+# and legends were cut off. Our own fixed CSS, no user text.
+st.html("""<style>
+@media (max-width: 1279px) {
+  [data-testid="stHorizontalBlock"]:has(.js-plotly-plot) { flex-direction: column; }
+  [data-testid="stHorizontalBlock"]:has(.js-plotly-plot) > [data-testid="stColumn"] {
+    width: 100% !important; flex: 1 1 100% !important; }
+  [data-testid="stMainBlockContainer"] { padding-left: 2rem; padding-right: 2rem; }
+}
+</style>""")
 
 
 
@@ -51,19 +65,7 @@ auth.gate()  # shared mode: the password page until this session signs in (dashb
 
 with st.sidebar:
     st.markdown("**Compile Lab** — torch.compile vs eager, measured on your hardware.")
-    try:
-        state = data.current_worker_state()
-        if state.running:
-            st.caption(f"Worker busy: {state.running} running, {state.queued} queued.")
-        elif state.seems_down:
-            st.caption(f"⚠️ {state.queued} queued, no worker: start it with `make run` or "
-                       "`python -m engine worker`.")
-        elif state.queued:
-            st.caption(f"{state.queued} queued.")
-        else:
-            st.caption("Queue empty.")
-    except Exception as exc:  # noqa: BLE001 - the pages say what to do
-        st.caption(f"Database unavailable: {safe.md(exc, 300)}")
+    widgets.sidebar_queue_status()
     st.caption(f"Database: {safe.md(data.describe_database(), 300)}")
     auth.sidebar_status()
 

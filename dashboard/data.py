@@ -11,10 +11,8 @@ say what is missing while storage/ is being built or upgraded.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -24,9 +22,6 @@ from dashboard.catalogue import ModelChoice, load_catalogue
 
 LIST_TTL_S = 3
 LOAD_TTL_S = 2
-HEARTBEAT_FRESH_S = 60  # a worker heartbeats a running run every few seconds
-QUEUE_WAIT_S = 20  # a queued run this old with no live worker anywhere means "no worker"
-GPU_LOOKBACK_RUNS = 50
 RUNS_PAGE_LIMIT = 2000  # rows listed on the Runs page (newest first; filters reach older ones)
 
 
@@ -206,124 +201,22 @@ def import_bundle(payload: dict | str | bytes):
     return outcome
 
 
-# --------------------------------------------------------------------------- worker and GPU
+# --------------------------------------------------------------------------- workers
 
 
-def _age_s(value: Any, now: dt.datetime) -> float | None:
-    """Seconds since a timestamp (naive timestamps are UTC, as storage writes them)."""
-    if value is None or (isinstance(value, float) and value != value):
-        return None
-    try:
-        ts = pd.Timestamp(value)
-    except (TypeError, ValueError):
-        return None
-    if ts is pd.NaT:
-        return None
-    if ts.tzinfo is None:
-        ts = ts.tz_localize("UTC")
-    return (pd.Timestamp(now) - ts).total_seconds()
+def live_workers() -> list[dict]:
+    """The workers connected now (``storage.workers.live_workers``), uncached: the New run page
+    and the sidebar must not offer a worker that stopped seconds ago."""
+    from storage import workers
+
+    return workers.live_workers(database())
 
 
-@dataclass(frozen=True)
-class WorkerState:
-    queued: int
-    running: int
-    oldest_queued_age_s: float | None
-    last_heartbeat_age_s: float | None
+def current_queue_state():
+    """``dashboard.hardware.QueueState`` of the queue and the connected workers (uncached: two
+    small queries, read by the sidebar's periodic refresh)."""
+    from dashboard.hardware import queue_state
+    from storage import workers
 
-    @property
-    def seems_down(self) -> bool:
-        """Runs wait and nobody has heartbeat recently: no worker is taking them."""
-        if self.queued == 0 or (self.oldest_queued_age_s or 0) < QUEUE_WAIT_S:
-            return False
-        return self.last_heartbeat_age_s is None or self.last_heartbeat_age_s > HEARTBEAT_FRESH_S
-
-
-def worker_state(runs: pd.DataFrame, now: dt.datetime | None = None) -> WorkerState:
-    """Judge the worker from the run list alone (workers only heartbeat the run they hold)."""
-    now = now or dt.datetime.now(dt.UTC)
-    if runs is None or runs.empty:
-        return WorkerState(0, 0, None, None)
-    queued = runs[runs["status"] == "queued"]
-    running = runs[runs["status"] == "running"]
-    q_ages = [a for a in (_age_s(v, now) for v in queued["created_at"]) if a is not None]
-    hb = [a for a in (_age_s(v, now) for v in runs.get("heartbeat_at", [])) if a is not None]
-    return WorkerState(len(queued), len(running), max(q_ages) if q_ages else None,
-                       min(hb) if hb else None)
-
-
-def current_worker_state() -> WorkerState:
-    return worker_state(list_runs(limit=200))
-
-
-@dataclass(frozen=True)
-class GpuInfo:
-    state: str  # "yes" | "no" | "unknown" (nothing reported says either way)
-    name: str | None = None
-    run_id: int | None = None
-
-
-_GPU_KEYS = ("gpu", "gpu_name", "gpu_names", "cuda_device_name")
-# Host-level counts (whatever device the run used); "gpu_count" is only the run's device.
-_HOST_GPU_COUNT_KEYS = ("host_gpu_count", "cuda_device_count", "visible_gpu_count")
-_NO_CUDA_ERRORS = ("no cuda gpu", "not compiled with cuda", "no nvidia driver",
-                   "cuda is not available", "no cuda gpus are available",
-                   "torch.cuda.is_available() is false")
-
-
-def _gpu_name(env: dict) -> str | None:
-    name = next((env[k] for k in _GPU_KEYS if env.get(k)), None)
-    if isinstance(name, list | tuple):
-        name = name[0] if name else None
-    if isinstance(name, dict):
-        name = name.get("name")
-    if not isinstance(name, str) or name.strip().lower() in ("", "cpu", "none", "n/a"):
-        return None
-    return name
-
-
-def gpu_from_environment(env: Any, device: str | None = None) -> tuple[bool, str | None] | None:
-    """What one run's fingerprint says about the worker's GPU: (has_gpu, name), or None when it
-    says nothing. A CPU run's fingerprint describes the CPU it used, so its ``gpu_count = 0``
-    does not mean the host has no GPU; host-level counts and ``cuda_available`` do."""
-    if not isinstance(env, dict) or not env:
-        return None
-    name = _gpu_name(env)
-    host_count = next((env[k] for k in _HOST_GPU_COUNT_KEYS if k in env), None)
-    run_count = env.get("gpu_count")
-    if name or (isinstance(host_count, int | float) and host_count > 0) or (
-            isinstance(run_count, int | float) and run_count > 0) or env.get("cuda_available"):
-        return True, name or "GPU"
-    if host_count == 0 or env.get("cuda_available") is False:
-        return False, None
-    if device == "cuda" and run_count == 0:
-        return False, None
-    return None
-
-
-def gpu_info(runs: pd.DataFrame) -> GpuInfo:
-    """Does the worker have a GPU? Read from recent runs, newest first, never from torch.cuda:
-    the machine that measures is the worker's, and each run's environment fingerprint (and its
-    ``gpu`` column) records the device it used. A cuda run that failed because CUDA is missing
-    counts as "no"; CPU-only history leaves it "unknown"."""
-    if runs is None or runs.empty:
-        return GpuInfo("unknown")
-    df = runs.sort_values("created_at", ascending=False) if "created_at" in runs else runs
-    for _, r in df.iterrows():
-        found = gpu_from_environment(r.get("environment"), r.get("device"))
-        if found is None:
-            gpu = r.get("gpu")
-            if isinstance(gpu, str) and gpu and gpu.lower() != "cpu":
-                return GpuInfo("yes", gpu, int(r["run_id"]))
-            error = str(r.get("error") or "").lower()
-            if r.get("device") == "cuda" and r.get("status") == "failed" and any(
-                    e in error for e in _NO_CUDA_ERRORS):
-                return GpuInfo("no", None, int(r["run_id"]))
-            continue
-        has, name = found
-        return GpuInfo("yes" if has else "no", name, int(r["run_id"]))
-    return GpuInfo("unknown")
-
-
-def current_gpu_info() -> GpuInfo:
-    return gpu_info(list_runs(limit=GPU_LOOKBACK_RUNS))
+    db = database()
+    return queue_state(workers.queue_summary(db), workers.live_workers(db))

@@ -63,6 +63,9 @@ class RunRequest:
     sweep_values: str = ""
     tags: str = ""
     note: str = ""
+    # Only a worker with this GPU model / torch release claims the run (None: any).
+    require_gpu: str | None = None
+    require_torch: str | None = None
 
 
 @dataclass
@@ -152,7 +155,8 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
     if req.dtype not in model.dtypes:
         errors["dtype"] = f"{model.name} supports {', '.join(model.dtypes)}."
     if req.device not in devices:
-        errors["device"] = ("No GPU found, CPU runs still work." if req.device == "cuda"
+        errors["device"] = ("No connected worker has a GPU; CPU runs still work."
+                            if req.device == "cuda"
                             else f"Device must be one of {', '.join(devices)}.")
 
     compile_variants = [v for v in dict.fromkeys(req.variants) if v != "eager"]
@@ -255,6 +259,8 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
         "profile": bool(req.profile),
         "warm_cache": bool(req.warm_cache),
         "step": req.step,
+        "require_gpu": req.require_gpu or None,
+        "require_torch": req.require_torch or None,
     }
     if train:  # the optimizer options mean nothing to an inference run: left at their defaults
         spec.update(optimizer=req.optimizer, optimizer_impl=req.optimizer_impl, lr=req.lr,

@@ -62,6 +62,18 @@ def recompiles_table(recompiles: pd.DataFrame) -> pd.DataFrame:
     return df[cols].reset_index(drop=True)
 
 
+def runs_without_compiled_results(runs: pd.DataFrame, variants: pd.DataFrame) -> list[int]:
+    """Ids of runs where no compiled variant finished ok: graph breaks and recompiles are
+    unknown there (not zero)."""
+    if runs is None or runs.empty:
+        return []
+    ok = set()
+    if variants is not None and not variants.empty:
+        done = variants[(variants["status"] == "ok") & (variants["variant"] != "eager")]
+        ok = {int(r) for r in done["run_id"]}
+    return [int(r) for r in runs["run_id"] if int(r) not in ok]
+
+
 def failed_variants(variants: pd.DataFrame) -> pd.DataFrame:
     """Variants that did not finish ok, with kind, reason and stderr tail."""
     cols = ["run_id", "variant", "status", "failure_kind", "error", "stderr_tail"]
@@ -100,12 +112,23 @@ def cudagraph_skips_table(variants: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-RUN_COLUMNS = ["run_id", "model", "dims_label", "dtype", "device", "gpu", "torch_version",
-               "status", "best_speedup", "created_at", "tags"]
+# What a reader scans for first (which model, did compiling pay) before where it ran: at
+# 1024-1440 px the grid shows about eight columns before it scrolls sideways.
+RUN_COLUMNS = ["run_id", "model", "dims_label", "status", "best_speedup", "variants", "device",
+               "gpu", "dtype", "torch_version", "created_at", "tags", "note"]
+DASH = "–"
+NOTE_CHARS = 120  # the table shows the note's first line, cut; the run page shows all of it
+
+
+def _first_line(text) -> str:
+    line = next((x.strip() for x in str(text).splitlines() if x.strip()), "")
+    return line if len(line) <= NOTE_CHARS else line[: NOTE_CHARS - 1] + "…"
 
 
 def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The run-history table's columns, in display order (tags joined for display)."""
+    """The run-history table's columns, in display order: tags joined, the planned variants
+    (from the spec), the note's first line; empty text cells read "–" (the column's tooltip
+    says why), never ``None``."""
     if runs is None or runs.empty:
         return pd.DataFrame(columns=RUN_COLUMNS)
     out = pd.DataFrame(index=runs.index)
@@ -113,6 +136,14 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
         out[c] = runs[c] if c in runs.columns else None
     out["tags"] = out["tags"].map(lambda t: ", ".join(t) if isinstance(t, list | tuple) else
                                   ("" if t is None or t != t else str(t)))
+    specs = runs["spec"] if "spec" in runs.columns else pd.Series(None, index=runs.index)
+    out["variants"] = specs.map(lambda s: ", ".join(map(str, s.get("variants") or []))
+                                if isinstance(s, dict) and isinstance(s.get("variants"), list)
+                                else "")
+    out["note"] = out["note"].map(lambda n: "" if n is None or n != n else _first_line(n))
+    for c in ("model", "dims_label", "dtype", "device", "gpu", "torch_version", "status",
+              "variants", "tags", "note"):
+        out[c] = out[c].map(lambda v: DASH if v is None or v != v or v == "" else v)
     return out.reset_index(drop=True)
 
 

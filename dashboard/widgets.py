@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import auth, data, safe
+from dashboard.hardware import START_ONE, describe_worker
 from dashboard.spec import parse_tags
 from engine import fmt
 
@@ -19,7 +20,6 @@ PAGE_COMPARE = "views/compare.py"
 PAGE_SWEEP = "views/sweep.py"
 ACTIVE = ("queued", "running")
 FINAL = ("done", "failed", "cancelled")
-START_WORKER = "`make run` (dashboard + worker) or, in another shell, `python -m engine worker`"
 STATUS_ICON = {"queued": ":material/schedule:", "running": ":material/autorenew:",
                "done": ":material/check_circle:", "failed": ":material/cancel:",
                "cancelled": ":material/block:"}
@@ -122,23 +122,49 @@ def no_runs_yet() -> None:
     st.info(
         "**No runs yet.** Start one on **New run** (pick a model, press *Queue run*), or from a "
         "shell: `python -m engine run --model mlp`. Runs are measured by the worker: start it "
-        f"with {START_WORKER}.", icon=":material/science:")
+        f"with {START_ONE}.", icon=":material/science:")
     st.page_link(PAGE_NEW, label="Start a run", icon=":material/play_arrow:")
 
 
-def worker_banner(state: data.WorkerState | None = None) -> None:
-    """Warn when runs are waiting and no worker has heartbeat recently."""
+def worker_banner(state=None) -> None:
+    """Warn when queued runs will not start: no worker is connected, or none of the connected
+    ones has what a run needs (its device, GPU model or torch release)."""
     try:
-        state = state or data.current_worker_state()
+        state = state or data.current_queue_state()
     except Exception:  # noqa: BLE001 - the page itself reports storage problems
         return
     if state.seems_down:
-        waited = fmt.seconds(state.oldest_queued_age_s)
         st.warning(
-            f"**The worker does not seem to be running.** {state.queued} run(s) queued, the "
-            f"oldest for {waited}, and no worker has reported in the last "
-            f"{data.HEARTBEAT_FRESH_S} s. Start it with {START_WORKER}; queued runs are kept "
-            "and start as soon as it is up.", icon=":material/warning:")
+            f"**No worker running** — {state.queued} run(s) queued. Start one with {START_ONE}; "
+            "queued runs are kept and start as soon as it is up.", icon=":material/warning:")
+    elif state.stranded:
+        ids = ", ".join(f"#{i}" for i in state.stranded[:10])
+        st.warning(f"Run(s) {ids} need a device, GPU model or torch release that no connected "
+                   "worker has: they wait until such a worker connects.",
+                   icon=":material/warning:")
+
+
+@st.fragment(run_every=5)
+def sidebar_queue_status() -> None:
+    """The sidebar's queue and worker line, refreshed every 5 s on every page (it used to be
+    read once per page load and stayed stale while runs were queued, started and finished)."""
+
+    try:
+        state = data.current_queue_state()
+    except Exception as exc:  # noqa: BLE001 - the pages say what to do
+        st.caption(f"Database unavailable: {safe.md(exc, 300)}")
+        return
+    queue = (f"{state.running} running, {state.queued} queued" if state.running or state.queued
+             else "queue empty")
+    if state.seems_down:
+        st.caption(f"⚠️ {queue}; no worker running: start one with {START_ONE}.")
+    elif not state.workers:
+        st.caption(f"No worker running ({queue}). Start one with {START_ONE}.")
+    else:
+        n = len(state.workers)
+        st.caption(safe.md(f"{n} worker{'s' if n > 1 else ''} connected; {queue}."),
+                   help="\n".join(f"- {safe.md(describe_worker(w), 300)}"
+                                   for w in state.workers))
 
 
 def storage_unavailable(exc: Exception) -> None:
@@ -178,6 +204,8 @@ def _progress_body(run_id: int) -> str | None:
         return None
     r = runs.iloc[0]
     status = r["status"]
+    if toast := st.session_state.pop(f"cancel-toast-{run_id}", None):
+        st.toast(toast)
     spec = r.get("spec") if isinstance(r.get("spec"), dict) else {}
     planned = list(spec.get("variants") or [])
     variants = d.get("variants", pd.DataFrame())
@@ -222,7 +250,9 @@ def _cancel(run_id: int) -> None:
         return
     after = data.request_cancel(run_id)
     st.session_state[f"cancel-asked-{run_id}"] = True
-    st.toast(f"Run #{run_id}: cancel requested ({after}).")
+    # Shown by the progress view's body, not here: an element written from the callback of a
+    # widget inside a fragment made Streamlit print its "fragment callback" warning.
+    st.session_state[f"cancel-toast-{run_id}"] = f"Run #{run_id}: cancel requested ({after})."
 
 
 @st.fragment(run_every=1)
@@ -267,7 +297,9 @@ def notes_editor(r: pd.Series) -> None:
         tag_text = st.text_input("Tags (comma-separated)", value=", ".join(tags),
                                  key=f"tags-{rid}")
         if st.form_submit_button("Save note and tags"):
-            new_tags, err = parse_tags(tag_text)
+            # Tags left as they were are saved as they were: a tag given on the CLI may hold a
+            # comma ("a, b") and must not split in two because a note was edited.
+            new_tags, err = (tags, None) if tag_text == ", ".join(tags) else parse_tags(tag_text)
             if err:
                 st.error(safe.md(err))
                 return
@@ -324,7 +356,18 @@ def bundle_import(key: str = "bundle") -> None:
     except Exception as exc:  # noqa: BLE001 - import is all-or-nothing in storage
         st.error(f"Import of {name} failed: {safe.md(exc, 1000)}. Nothing was imported.")
         return
-    ids, already = outcome.new_ids, outcome.existing_ids
+    # Said at the top of the page after a full rerun: drawn here, the page above (its "No runs
+    # yet" empty state, its table) stayed as it was before the import.
+    st.session_state["import-outcome"] = (name, list(outcome.new_ids),
+                                          list(outcome.existing_ids))
+    st.rerun()
+
+
+def import_outcome() -> None:
+    """What the last bundle import did (set by ``bundle_import``, shown once)."""
+    if "import-outcome" not in st.session_state:
+        return
+    name, ids, already = st.session_state.pop("import-outcome")
     if already:
         st.info(f"{len(already)} run(s) of {name} are already in this database (as "
                 + ", ".join(f"#{i}" for i in already[:20]) + ("…" if len(already) > 20 else "")

@@ -79,6 +79,11 @@ class RunSpec:
     accuracy_steps: int = 3
     accuracy_multiplier: float = 3.0
     accuracy_floor: float | None = None
+    # What the run needs beyond its device, so that only a worker that has it claims the run
+    # (storage/workers.py): a GPU model by its exact name ("NVIDIA H200"), a torch release or a
+    # prefix of one ("2.11"). None: any worker with the device.
+    require_gpu: str | None = None
+    require_torch: str | None = None
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:

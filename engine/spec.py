@@ -217,6 +217,13 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     if spec["max_time_s"] < spec["min_time_s"]:
         raise SpecError("max_time_s must be >= min_time_s", "max_time_s")
     _check_step(spec)
+    for key, limit in (("require_gpu", 256), ("require_torch", 64)):
+        if spec[key] in (None, ""):
+            spec[key] = None  # any worker with the device
+        elif len(str(spec[key])) > limit:
+            raise SpecError(f"{key} must be at most {limit} characters", key)
+        else:
+            _text(spec, key)
     if check_device:
         check_backend(backend)
         check_device_dtype(spec["device"], spec["dtype"])

@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -35,6 +36,7 @@ from engine.dbretry import retry
 from engine.execute import execute_run
 from engine.spec import SpecError, normalise, user_models_allowed_by_env
 from storage.text import one_line
+from storage.workers import BEAT_EVERY_S, Capabilities
 
 T = TypeVar("T")
 
@@ -54,7 +56,10 @@ def _pid_alive(pid: int) -> bool:
 class Worker:
     def __init__(self, db: Any, worker_id: str, *, poll_s: float = 1.0,
                  stale_after_s: float = 60.0, allow_user_models: bool = False,
-                 retry_cap_s: float = 30.0) -> None:
+                 retry_cap_s: float = 30.0, capabilities: Capabilities | None = None,
+                 beat_every_s: float = BEAT_EVERY_S) -> None:
+        """``capabilities``: what this worker registers and claims by (``engine.hardware``);
+        None (tools and tests) registers nothing and claims any queued run."""
         self.db = db
         self.worker_id = worker_id
         self.poll_s = poll_s
@@ -64,6 +69,10 @@ class Worker:
         self.retry_cap_s = retry_cap_s
         self.stopping = False
         self._last_recovery = 0.0
+        self.capabilities = capabilities
+        self.beat_every_s = beat_every_s
+        self.current_run: int | None = None
+        self._beating = threading.Event()
 
     def request_stop(self, signum: int, _frame: Any = None) -> None:
         if self.stopping:  # second signal: the user means it
@@ -130,7 +139,52 @@ class Worker:
             self.db, run_id, "failed", error=reason, worker_id=self.worker_id))
         return None
 
+    def _register(self) -> None:
+        from storage import workers
+
+        workers.register_worker(self.db, self.worker_id, self.capabilities,
+                                host=socket.gethostname(), pid=os.getpid())
+
+    def _beat_forever(self) -> None:
+        """Keep this worker's row fresh, idle or busy (a run's own heartbeat says nothing
+        about an idle worker): a thread, so a long variant never makes the worker look gone.
+        A database outage is ridden out by trying again at the next beat."""
+        from storage import workers
+
+        failing = False
+        while not self._beating.wait(self.beat_every_s):
+            try:
+                if not workers.beat_worker(self.db, self.worker_id, self.current_run):
+                    self._register()  # swept while the database was away: register again
+                failing = False
+            except Exception as e:  # noqa: BLE001 - the next beat tries again
+                if not failing:
+                    log.warning("worker heartbeat failed (trying again every %g s): %s",
+                                self.beat_every_s, one_line(e, 200))
+                failing = True
+
     def serve(self, once: bool = False) -> int:
+        """Claim and execute runs until stopped (or, with ``once``, until the queue has none
+        this worker can serve). Registered in ``workers`` meanwhile when it has capabilities."""
+        if self.capabilities is None:
+            return self._serve(once)
+        self._db("registering the worker", self._register)
+        beat = threading.Thread(target=self._beat_forever, name="worker-beat", daemon=True)
+        beat.start()
+        try:
+            return self._serve(once)
+        finally:
+            self._beating.set()
+            beat.join(timeout=5)
+            from storage import workers
+
+            try:
+                workers.unregister_worker(self.db, self.worker_id)
+            except Exception as e:  # noqa: BLE001 - the row goes stale by itself
+                log.warning("could not unregister worker %s: %s", self.worker_id,
+                            one_line(e, 200))
+
+    def _serve(self, once: bool) -> int:
         from storage import queue
 
         log.info("worker %s serving %s (%s)", self.worker_id, self.db.url,
@@ -138,8 +192,8 @@ class Worker:
                  else "catalogue and plugin models only")
         while not self.stopping:
             self.recover()
-            claimed = self._db("claiming a run",
-                               lambda: queue.claim_next_run(self.db, self.worker_id))
+            claimed = self._db("claiming a run", lambda: queue.claim_next_run(
+                self.db, self.worker_id, self.capabilities))
             if claimed is None:
                 # --once: a run whose worker died a moment ago is recovered before exiting.
                 if once and not self.recover(force=True):
@@ -153,6 +207,7 @@ class Worker:
                 continue
             log.info("claimed run %s: %s %s %s on %s, variants %s", run_id, spec["model"],
                      spec["dims"], spec["dtype"], spec["device"], ",".join(spec["variants"]))
+            self.current_run = run_id
             try:
                 status = execute_run(
                     self.db, run_id, spec, self.worker_id, log=log.info,
@@ -165,6 +220,8 @@ class Worker:
                     self.db, r, "failed", error=f"worker error: {one_line(e, 900)}",
                     worker_id=self.worker_id))
                 continue
+            finally:
+                self.current_run = None
             if status == "interrupted":
                 self._db(f"re-queueing run {run_id}",
                          lambda r=run_id: queue.requeue_run(self.db, r, self.worker_id))
@@ -234,8 +291,15 @@ def main(args: argparse.Namespace) -> int:
     if allow:
         log.warning("file and module references in queued specs will run on this host: anyone "
                     "who can write the database can run code here")
+    from engine.hardware import describe, probe_capabilities
+
+    capabilities = probe_capabilities()
+    log.info("worker %s can run: %s%s", worker_id, describe(capabilities),
+             f" (GPU probe failed: {capabilities.info['probe_error']})"
+             if capabilities.info.get("probe_error") else "")
     worker = Worker(open_database(args.db), worker_id, poll_s=args.poll,
-                    stale_after_s=args.stale_after, allow_user_models=allow)
+                    stale_after_s=args.stale_after, allow_user_models=allow,
+                    capabilities=capabilities)
     signal.signal(signal.SIGINT, worker.request_stop)
     signal.signal(signal.SIGTERM, worker.request_stop)
     try:

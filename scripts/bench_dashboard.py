@@ -91,15 +91,22 @@ def median_ms(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     return first, statistics.median(times)
 
 
+def sidebar(db) -> None:
+    """What the sidebar's queue line reads (dashboard.data.current_queue_state)."""
+    from dashboard.hardware import queue_state
+    from storage import workers
+
+    queue_state(workers.queue_summary(db), workers.live_workers(db))
+
+
 def runs_page(db, model: str | None = None) -> int:
     """What views/runs.py (and the sidebar) compute: the history, the filtered list when a
     filter is set, the table, the worker state."""
     from dashboard import data, tables
     from storage import queries
 
-    data.worker_state(queries.list_runs(db, limit=200))  # sidebar
+    sidebar(db)
     everything = queries.list_runs(db, limit=data.RUNS_PAGE_LIMIT)
-    data.worker_state(everything)
     shown = (queries.list_runs(db, model=model, limit=data.RUNS_PAGE_LIMIT) if model
              else everything)
     return len(tables.runs_table(shown))
@@ -108,11 +115,11 @@ def runs_page(db, model: str | None = None) -> int:
 def compare_page(db, ids: list[int]) -> int:
     """What views/compare.py (and the sidebar) compute for these runs, plus each figure's
     JSON (what st.plotly_chart sends)."""
-    from dashboard import charts, data, tables
+    from dashboard import charts, tables
     from dashboard.verdict import verdict_for_run
     from storage import queries
 
-    data.worker_state(queries.list_runs(db, limit=200))  # sidebar
+    sidebar(db)
     queries.list_runs(db, limit=500)  # the run picker's labels
     d = queries.load_runs(db, ids)
     figures = [f for _, f in charts.compare_figures(d)]

@@ -40,6 +40,7 @@ STREAMLIT_FLAGS = [
     "--server.headless", "true",
     "--browser.gatherUsageStats", "false",  # no telemetry requests to data.streamlit.io
     "--client.toolbarMode", "minimal",  # no "Deploy" button, no developer menu
+    "--client.disableDataExport", "true",  # the pages' escaped CSV exports instead
     "--client.showErrorDetails", "type",  # an unexpected error shows its type, never a traceback
 ]
 

@@ -184,10 +184,21 @@ def _extra_value(extra: dict[str, Any], name: str) -> Any:
     return holder.get(name) if isinstance(holder, dict) else None
 
 
-def _dims_label(dims: Any) -> str:
+def _dims_label(dims: Any, spec: Any = None) -> str:
+    """``batch=32, seq=64`` — and for a sweep, every swept value (``seq=64/128/256``): the dims
+    hold only the first value, and titles used to show just that one."""
     if not isinstance(dims, dict):
         return ""
-    return ", ".join(f"{key}={value}" for key, value in dims.items())
+    sweep = spec.get("sweep") if isinstance(spec, dict) else None
+    swept = sweep.get("dim") if isinstance(sweep, dict) else None
+    values = sweep.get("values") if isinstance(sweep, dict) else None
+
+    def shown(key: str, value: Any) -> str:
+        if key == swept and isinstance(values, list) and values:
+            return "/".join(map(str, values[:8])) + ("/…" if len(values) > 8 else "")
+        return str(value)
+
+    return ", ".join(f"{key}={shown(key, value)}" for key, value in dims.items())
 
 
 def _sweep_dim(spec: Any) -> str | None:
@@ -252,7 +263,7 @@ def _runs_frame(session: Session, query: Select[Any], tag_ids: Select[Any]) -> p
             record[column] = from_json(record[column])
         record.update(
             run_id=row.id,
-            dims_label=_dims_label(row.dims),
+            dims_label=_dims_label(row.dims, record["spec"]),
             sweep_dim=_sweep_dim(record["spec"]),
             tags=tags.get(row.id, []),
         )

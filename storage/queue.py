@@ -41,6 +41,7 @@ from storage.results import (
     require_run,
 )
 from storage.text import check_note
+from storage.workers import Capabilities, servable
 
 # A run lost by its worker is re-queued while it has been claimed fewer times than this.
 MAX_ATTEMPTS = 2
@@ -97,13 +98,24 @@ def _dims_of(spec: Mapping[str, Any]) -> dict[str, Any]:
     return dict(dims)
 
 
+def _requirement(spec: Mapping[str, Any], key: str, limit: int) -> str | None:
+    """A run's hardware requirement copied into its column (None or "" means any)."""
+    value = spec.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) > limit:
+        raise ValueError(f"spec[{key!r}] must be a string of at most {limit} characters")
+    return value
+
+
 def enqueue_run(
     db: Database, spec: Mapping[str, Any], *, tags: Iterable[str] = (), note: str = ""
 ) -> int:
     """Queue a RunSpec (stored verbatim) and return the new run's id.
 
     ``model``, ``dims``, ``dtype`` and ``device`` are copied out of the spec into columns so the
-    runs page can filter on them without parsing JSON.
+    runs page can filter on them without parsing JSON; ``require_gpu`` and ``require_torch``
+    too, so that only a worker that can serve the run claims it (``storage.workers.servable``).
     """
     if not isinstance(spec, Mapping):
         raise TypeError(f"spec must be a dict, got {type(spec).__name__}")
@@ -119,6 +131,8 @@ def enqueue_run(
         dtype=str(spec.get("dtype") or "float32"),
         device=str(spec.get("device") or "cpu"),
         spec=json_safe(dict(spec)),
+        require_gpu=_requirement(spec, "require_gpu", 256),
+        require_torch=_requirement(spec, "require_torch", 64),
         note=note or "",
         attempts=0,
         cancel_requested=False,
@@ -167,12 +181,18 @@ def _select_run() -> Any:
     )
 
 
-def _oldest_queued() -> Any:
-    return select(Run.id).where(Run.status == "queued").order_by(Run.created_at, Run.id).limit(1)
+def _oldest_queued(caps: Capabilities | None = None) -> Any:
+    return (select(Run.id).where(Run.status == "queued", servable(caps))
+            .order_by(Run.created_at, Run.id).limit(1))
 
 
-def claim_next_run(db: Database, worker_id: str) -> tuple[int, Any] | None:
+def claim_next_run(db: Database, worker_id: str, capabilities: Capabilities | None = None
+                   ) -> tuple[int, Any] | None:
     """Atomically take the oldest queued run for ``worker_id``: ``(run_id, spec)`` or None.
+
+    With ``capabilities`` only a run this worker can serve is taken (its device among the
+    worker's, its GPU model and torch requirement met, ``storage.workers.servable``); the
+    others stay queued for a worker that can. Without, any queued run (tests, tools).
 
     Each queued run is handed to exactly one caller, however many workers (processes, hosts)
     call this at once. ``spec`` is what the row holds, decoded but **not validated**: anyone who
@@ -186,7 +206,8 @@ def claim_next_run(db: Database, worker_id: str) -> tuple[int, Any] | None:
             # another claim. The status check in the outer WHERE is belt and braces.
             stmt = (
                 update(Run)
-                .where(Run.id == _oldest_queued().scalar_subquery(), Run.status == "queued")
+                .where(Run.id == _oldest_queued(capabilities).scalar_subquery(),
+                       Run.status == "queued")
                 .values(_claim_values(worker_id))
                 .returning(Run.id, spec_text)
                 .execution_options(**_NO_SYNC)
@@ -194,7 +215,8 @@ def claim_next_run(db: Database, worker_id: str) -> tuple[int, Any] | None:
             row = session.execute(stmt).one_or_none()
         else:
             # Rows locked by another claimer are skipped rather than waited for.
-            run_id = session.scalar(_oldest_queued().with_for_update(skip_locked=True))
+            run_id = session.scalar(
+                _oldest_queued(capabilities).with_for_update(skip_locked=True))
             if run_id is None:
                 return None
             stmt = (

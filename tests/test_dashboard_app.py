@@ -7,10 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 from test_dashboard_data import ENVIRONMENT, bert_results, mlp_results, spec, sweep_results
 
 from storage import bundle, queries, queue, results
+from storage.workers import Capabilities, register_worker
+
+H200 = Capabilities(devices=("cpu", "cuda"), gpu_name="NVIDIA H200", gpu_count=1,
+                    gpu_memory_bytes=150_000_000_000, torch_version="2.11.0+cu128")
+LAPTOP = Capabilities(devices=("cpu",), torch_version="2.13.0")
 
 APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
 TIMEOUT = 30
@@ -63,7 +69,7 @@ def test_runs_page_empty_state_says_how_to_start(db):
     at = app()
     no_exceptions(at)
     info = texts(at.info)
-    assert "No runs yet" in info and "python -m engine worker" in info
+    assert "No runs yet" in info and "make worker" in info
 
 
 def test_runs_page_table_filters_and_selection(db):
@@ -112,11 +118,13 @@ def test_new_run_page_widgets(db):
                                                   "Minimum samples", "Minimum time (s)",
                                                   "Maximum time (s)", "Timeout per variant (s)"}
     assert at.multiselect(key="variants").value == ["default"]
+    # No worker connected: both devices offered, cpu preselected, and how to start one.
     assert at.selectbox(key="device").options == ["cpu", "cuda"]
+    assert at.selectbox(key="device").value == "cpu"
     assert at.selectbox(key="backend").options == ["inductor", "aot_eager", "eager"]
     assert len(at.selectbox(key="dynamic").options) == 3
     assert at.checkbox(key="fullgraph").value is False
-    assert "No GPU found" in texts(at.caption)
+    assert "No worker running" in texts(at.warning) and "make worker" in texts(at.warning)
     assert button(at, "Queue run")
     assert at.query_params["model"] == "mlp"
 
@@ -159,22 +167,61 @@ def test_new_run_submit_queues_and_shows_progress_with_cancel(db):
     assert queries.list_runs(db).iloc[0]["status"] == "cancelled"
 
 
-def test_worker_not_running_banner(db, monkeypatch):
-    from dashboard import data
-
+def test_worker_not_running_banner(db):
     queue.enqueue_run(db, spec("mlp", device="cpu"))
-    monkeypatch.setattr(data, "QUEUE_WAIT_S", -1)
-    at = app("new_run")
+    at = app("runs")
     no_exceptions(at)
     warning = texts(at.warning)
-    assert "does not seem to be running" in warning and "make run" in warning
+    assert "No worker running" in warning and "1 run(s) queued" in warning
+    assert "make worker" in warning
 
 
-def test_gpu_reported_by_worker_selects_cuda(db):
-    seed_done(db, spec("mlp"), mlp_results())
+def test_imported_gpu_runs_do_not_pretend_to_be_a_connected_worker(db):
+    seed_done(db, spec("mlp"), mlp_results())  # measured on an NVIDIA H200, no worker now
     at = app("new_run")
+    assert at.selectbox(key="device").value == "cpu"
+    assert "NVIDIA H200" not in texts(at.caption) + texts(at.markdown)
+    assert "No worker running" in texts(at.warning)
+
+
+def test_connected_gpu_worker_drives_devices_and_requirements(db):
+    register_worker(db, "gpu7:42", H200, host="gpu7", pid=42)
+    register_worker(db, "laptop:9", LAPTOP, host="laptop", pid=9)
+    at = app("new_run")
+    no_exceptions(at)
+    assert at.selectbox(key="device").options == ["cpu", "cuda"]
     assert at.selectbox(key="device").value == "cuda"
-    assert "NVIDIA H200" in texts(at.caption)
+    connected = texts(at.caption).replace("\\", "")  # shown through safe.md
+    assert "gpu7 · NVIDIA H200 ×1, 140 GiB · torch 2.11.0+cu128" in connected
+    assert "laptop · CPU only · torch 2.13.0" in connected
+    assert "No worker running" not in texts(at.warning)
+    at.selectbox(key="require-gpu").set_value("NVIDIA H200").run()
+    at.selectbox(key="require-torch").set_value("2.13.0").run()
+    assert "No connected worker can run this" in texts(at.warning)  # no H200 has 2.13
+    at.selectbox(key="require-torch").set_value("2.11.0+cu128").run()
+    assert "No connected worker can run this" not in texts(at.warning)
+    at.number_input(key="dim-mlp-batch").set_value(8).run()
+    button(at, "Queue run").click().run()
+    no_exceptions(at)
+    queued = queries.list_runs(db).iloc[0]["spec"]
+    assert (queued["device"], queued["require_gpu"], queued["require_torch"]) == (
+        "cuda", "NVIDIA H200", "2.11.0+cu128")
+    assert queued["dims"]["batch"] == 8 and isinstance(queued["dims"]["batch"], int)
+
+
+def test_cpu_only_worker_offers_cpu_only(db):
+    register_worker(db, "laptop:9", LAPTOP, host="laptop", pid=9)
+    at = app("new_run")
+    assert at.selectbox(key="device").options == ["cpu"]
+
+
+def test_fractional_batch_is_refused_not_truncated(db):
+    at = app("new_run")
+    at.number_input(key="dim-mlp-batch").set_value(2.5).run()
+    button(at, "Queue run").click().run()
+    no_exceptions(at)
+    assert "batch must be a whole number" in texts(at.error)
+    assert queries.list_runs(db).empty
 
 
 # --------------------------------------------------------------------------- compare page
@@ -326,9 +373,15 @@ def test_import_exported_bundle_round_trip(db):
     assert "already in this database" in texts(at.info)
     assert len(queries.list_runs(db)) == 1
     results.delete_runs(db, [a])
-    at = _import(app("runs"), "runs.json", payload)
+    st.cache_data.clear()  # deleted behind the dashboard's back
+    at = app("runs")
+    assert "No runs yet" in texts(at.info)
+    at = _import(at, "runs.json", payload)
     assert "Imported 1 run(s)" in texts(at.success)
     assert len(queries.list_runs(db)) == 1
+    # The page left its empty state: the imported run is listed at once, no reload needed.
+    assert "No runs yet" not in texts(at.info)
+    assert len(at.dataframe) == 1
 
 
 def test_new_run_lists_operator_plugin_models(db, tmp_path, monkeypatch):
@@ -360,3 +413,47 @@ def test_new_run_queues_a_training_step_with_the_compiled_optimizer(db):
     spec = queries.list_runs(db).iloc[0]["spec"]
     assert spec["step"] == "train" and spec["variants"] == ["eager", "default", "default+opt"]
     assert (spec["optimizer"], spec["autocast"]) == ("sgd", "bfloat16")
+
+
+def test_tags_the_cli_accepted_never_block_saving_a_note(db):
+    """Tags such as ``<script>`` or ``=cmd`` (accepted by the CLI and by storage) used to make
+    the editor refuse to save; a tag holding a comma would split into two on save."""
+    tags = ["<script>alert(1)</script>", "=cmd|' /C calc'!A0", "a, b"]
+    a = seed_done(db, spec("mlp"), mlp_results(), tags=tags)
+    at = app("compare", runs=str(a))
+    at.text_area(key=f"note-{a}").set_value("checked")
+    next(b for b in at.button if b.label == "Save note and tags").click().run()
+    no_exceptions(at)
+    assert not at.error, texts(at.error)
+    run = queries.list_runs(db).iloc[0]
+    assert run["note"] == "checked" and sorted(run["tags"]) == sorted(tags)
+
+
+def test_comparison_across_machines_carries_a_notice(db):
+    gpu = seed_done(db, spec("mlp"), mlp_results())
+    cpu = queue.enqueue_run(db, spec("mlp", device="cpu"))
+    queue.claim_run(db, cpu, "laptop")
+    for r in mlp_results(device="cpu"):
+        results.save_variant_result(db, cpu, r)
+    queue.finish_run(db, cpu, "done", environment={"host": "laptop", "torch": "2.13.0"})
+    at = app("compare", runs=f"{gpu},{cpu}")
+    no_exceptions(at)
+    warning = texts(at.warning).replace("\\", "")
+    assert "different machines or software" in warning
+    assert f"device: cuda (#{gpu}) vs cpu (#{cpu})" in warning
+    assert f"host: gpu-box-1 (#{gpu}) vs laptop (#{cpu})" in warning
+    assert f"torch: 2.11.0 (#{gpu}) vs 2.13.0 (#{cpu})" in warning
+    single = app("compare", runs=str(gpu))
+    assert "different machines" not in texts(single.warning)
+
+
+def test_cancelled_run_does_not_claim_no_graph_breaks(db):
+    run_id = queue.enqueue_run(db, spec("mlp"))
+    queue.claim_run(db, run_id, "w")
+    results.save_variant_result(db, run_id, mlp_results()[0])  # eager only, then cancelled
+    queue.finish_run(db, run_id, "cancelled")
+    at = app("compare", runs=str(run_id))
+    no_exceptions(at)
+    captions = texts(at.caption)
+    assert "No graph breaks" not in captions and "No recompiles" not in captions
+    assert "no compiled variant finished" in captions

@@ -14,13 +14,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from test_dashboard_browser import BUNDLE, CHROMIUM, CHROMIUM_ARGS, _free_port, _settled
+
+from scripts.dashboard_health import NotHealthy, wait_healthy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -54,18 +54,11 @@ def _launch(tmp_path_factory, **extra_env: str):
              str(port)],
             cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
-                    if r.read() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"dashboard did not come up:\n{log.read_text()[-3000:]}")
-            time.sleep(0.3)
+        try:
+            wait_healthy(base, proc, output=log.read_text)
+        except NotHealthy as e:
+            pytest.fail(str(e))
         yield base, ids, log
     finally:
         if proc.poll() is None:

@@ -42,3 +42,31 @@ def test_report_is_self_contained_with_plotlyjs_once():
     assert "Ship reduce-overhead" in html
     assert "/models/bert.py:88" in html
     assert "NVIDIA H200" in html
+
+
+def test_report_reads_top_down_and_stays_narrow():
+    import re
+
+    html = _report()
+    verdict, charts_at, details = (html.index(h) for h in (
+        "<h2>Verdict and headline figures</h2>", "<h2>Charts</h2>", "<h2>Details</h2>"))
+    assert verdict < html.index("Ship reduce-overhead") < charts_at
+    assert charts_at < html.index('class="plotly-graph-div"') < details
+    assert html.index("/models/bert.py:88") > details
+    # No 38-column table: the widest row holds a figure name and one column per variant.
+    widest = max(len(re.findall(r"<t[hd]\b", row)) for row in re.findall(r"<tr>.*?</tr>", html))
+    assert widest <= 1 + len(bert_results())
+    assert "@page{size:A4" in html
+    text = re.sub(r"<script.*?</script>", "", html, flags=re.S)  # what a reader sees
+    assert "None" not in text and "nan" not in re.sub(r"<[^>]+>", "", text).split()
+
+
+def test_value_axis_goes_log_when_values_span_decades():
+    import plotly.graph_objects as go
+
+    wide = go.Figure(go.Bar(x=["eager", "default"], y=[0.06, 15.6]))
+    assert report.log_where_spanning(wide).layout.yaxis.type == "log"
+    narrow = go.Figure(go.Bar(x=["eager", "default"], y=[1.0, 2.0]))
+    assert report.log_where_spanning(narrow).layout.yaxis.type != "log"
+    with_zero = go.Figure(go.Bar(x=["a", "b"], y=[0.0, 100.0]))
+    assert report.log_where_spanning(with_zero).layout.yaxis.type != "log"

@@ -29,7 +29,8 @@ def test_valid_request_builds_contract_spec():
     assert set(s) == {"model", "dims", "sweep", "dtype", "device", "variants", "backend",
                       "dynamic", "fullgraph", "warmup_calls", "min_samples", "min_time_s",
                       "max_time_s", "pipeline_k", "timeout_s", "seed", "profile", "warm_cache",
-                      "step"}
+                      "step", "require_gpu", "require_torch"}
+    assert s["require_gpu"] is None and s["require_torch"] is None
     assert v.tags == ["nightly", "h200"]
 
 
@@ -39,7 +40,7 @@ def test_errors_are_keyed_by_field():
     assert not v.ok and v.spec is None
     assert "between 1…65536" in v.errors["dim.batch"]
     assert "dim.hidden" in v.errors
-    assert v.errors["device"] == "No GPU found, CPU runs still work."
+    assert v.errors["device"] == "No connected worker has a GPU; CPU runs still work."
     assert "at least one compile variant" in v.errors["variants"]
     assert "at least the minimum" in v.errors["max_time_s"]
     assert "float32, bfloat16" in v.errors["dtype"]

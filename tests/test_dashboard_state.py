@@ -1,13 +1,13 @@
-"""Worker and GPU state read from the run list (never from torch.cuda in the dashboard)."""
+"""Worker and queue state from the workers the database says are connected (never from past
+runs, never from torch.cuda in the dashboard); run-id parsing."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 import pandas as pd
-from test_dashboard_data import ENVIRONMENT
 
-from dashboard import data
+from dashboard import hardware
 from dashboard.widgets import parse_run_ids
 
 NOW = dt.datetime(2025, 1, 2, 12, 0, tzinfo=dt.UTC)
@@ -19,36 +19,41 @@ def _runs(*rows) -> pd.DataFrame:
     return pd.DataFrame([{**base, "run_id": i + 1, **r} for i, r in enumerate(rows)])
 
 
-def test_worker_seems_down_only_when_runs_wait_without_heartbeats():
-    assert not data.worker_state(_runs({}), NOW).seems_down
-    waiting = data.worker_state(_runs({"status": "queued"}), NOW)
-    assert waiting.queued == 1 and waiting.seems_down
-    fresh = data.worker_state(_runs({"status": "queued"},
-                                    {"status": "running", "heartbeat_at": NOW}), NOW)
-    assert fresh.running == 1 and not fresh.seems_down
-    just_queued = data.worker_state(_runs({"status": "queued", "created_at": NOW}), NOW)
-    assert not just_queued.seems_down
-    stale = data.worker_state(_runs({"status": "queued"}, {
-        "status": "done", "heartbeat_at": pd.Timestamp(NOW - dt.timedelta(hours=1))}), NOW)
-    assert stale.seems_down
+H200 = {"worker_id": "gpu7:1", "host": "gpu7", "devices": ["cpu", "cuda"],
+        "gpu_name": "NVIDIA H200", "gpu_count": 1, "gpu_memory_bytes": 150_000_000_000,
+        "torch_version": "2.11.0+cu128"}
+LAPTOP = {"worker_id": "laptop:2", "host": "laptop", "devices": ["cpu"], "gpu_name": None,
+          "torch_version": "2.13.0"}
 
 
-def test_gpu_info_from_fingerprints():
-    assert data.gpu_info(pd.DataFrame()).state == "unknown"
-    yes = data.gpu_info(_runs({"environment": ENVIRONMENT}))
-    assert (yes.state, yes.name) == ("yes", "NVIDIA H200")
-    # a CPU run's fingerprint (gpu=None, gpu_count=0) says nothing about the host
-    cpu_env = {"torch": "2.13.0", "gpu": None, "gpu_count": 0}
-    assert data.gpu_info(_runs({"device": "cpu", "environment": cpu_env})).state == "unknown"
-    older_gpu = _runs({"device": "cpu", "environment": cpu_env},
-                      {"environment": {"gpu": "NVIDIA H200", "gpu_count": 1},
-                       "created_at": NOW - dt.timedelta(days=1)})
-    assert data.gpu_info(older_gpu).state == "yes"
-    assert data.gpu_info(_runs({"environment": {"host_gpu_count": 0}})).state == "no"
-    failed = _runs({"status": "failed", "error": "device 'cuda' was requested but no CUDA GPU "
-                    "is visible here"})
-    assert data.gpu_info(failed).state == "no"
-    assert data.gpu_info(_runs({"gpu": "NVIDIA A100"})).name == "NVIDIA A100"
+def _queued(*needs) -> dict:
+    return {"running": 0, "queued_total": len(needs),
+            "queued": [{"run_id": i + 1, "device": "cpu", "require_gpu": None,
+                        "require_torch": None, **n} for i, n in enumerate(needs)]}
+
+
+def test_queue_state_no_worker_and_stranded_runs():
+    assert not hardware.queue_state(_queued(), []).seems_down
+    down = hardware.queue_state(_queued({}), [])
+    assert down.seems_down and down.stranded == (1,)
+    cuda_waits = hardware.queue_state(_queued({}, {"device": "cuda"}), [LAPTOP])
+    assert not cuda_waits.seems_down and cuda_waits.stranded == (2,)
+    other_gpu = hardware.queue_state(_queued({"device": "cuda", "require_gpu": "NVIDIA B200"},
+                                             {"device": "cuda", "require_torch": "2.11"}),
+                                     [H200, LAPTOP])
+    assert other_gpu.stranded == (1,)
+
+
+def test_device_choices_come_from_connected_workers_only():
+    assert hardware.device_choices([]) == (["cpu", "cuda"], "cpu")
+    assert hardware.device_choices([LAPTOP]) == (["cpu"], "cpu")
+    assert hardware.device_choices([LAPTOP, H200]) == (["cpu", "cuda"], "cuda")
+    assert hardware.gpu_choices([LAPTOP, H200]) == [hardware.ANY_GPU, "NVIDIA H200"]
+    assert hardware.torch_choices([LAPTOP, H200]) == [hardware.ANY_TORCH, "2.11.0+cu128",
+                                                      "2.13.0"]
+    assert [w["host"] for w in hardware.servers([LAPTOP, H200], "cuda")] == ["gpu7"]
+    assert hardware.describe_worker({**H200, "current_run_id": 4}) == (
+        "gpu7 · NVIDIA H200 ×1, 140 GiB · torch 2.11.0+cu128 · busy with run #4")
 
 
 def test_parse_run_ids():

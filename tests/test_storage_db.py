@@ -16,7 +16,6 @@ from sqlalchemy import Engine, MetaData, func, insert, inspect, select, text
 from storage.db import (
     DEFAULT_URL,
     ENV_VAR,
-    Database,
     SchemaError,
     alembic_config,
     create_db_engine,
@@ -25,10 +24,10 @@ from storage.db import (
     open_database,
     resolve_url,
 )
-from storage.models import Base
+from storage.models import Base, utcnow
 from storage.queries import load_runs
-from storage.queue import claim_next_run, enqueue_run, finish_run
-from storage.results import build_variant_result, save_variant_result, set_tags
+from storage.queue import claim_next_run, enqueue_run
+from storage.results import build_variant_result, save_variant_result
 from tests.test_storage_support import (
     BACKENDS,
     ENVIRONMENT,
@@ -105,20 +104,25 @@ def _migrate(engine: Engine, revision: str, *, down: bool = False) -> None:
 def _fill_at_0001(engine: Engine) -> tuple[int, dict]:
     """A finished run with results, written into a database still at revision 0001.
 
-    Runs, tags and the queue are unchanged since 0001, so the storage API writes them; the
-    variant and its children go in through Core on the *reflected* 0001 tables, with the
-    columns 0001 had (today's entities would insert sweep_points.eager_median_ms).
+    Everything goes in through Core on the *reflected* 0001 tables, with the columns 0001 had
+    (today's entities would read and write runs.require_gpu and sweep_points.eager_median_ms).
     """
-    db = Database(engine)  # no upgrade: Database() only wraps the engine
-    run_id = enqueue_run(db, run_spec(sweep={"dim": "batch", "values": [32, 64]}), note="old")
-    claim_next_run(db, "w")
-    set_tags(db, run_id, ["before-0002"])
-    result = variant_result("reduce-overhead")
-    entity = build_variant_result(result)
+    spec = run_spec(sweep={"dim": "batch", "values": [32, 64]})
     old = MetaData()
     with engine.begin() as conn:
         old.reflect(conn)
-        assert "eager_median_ms" not in old.tables["sweep_points"].c  # really at 0001
+        assert "require_gpu" not in old.tables["runs"].c  # really at 0001
+        now = utcnow()
+        run_id = conn.execute(insert(old.tables["runs"]).values(
+            created_at=now, started_at=now, finished_at=now, status="done",
+            model=spec["model"], dims=spec["dims"], dtype=spec["dtype"], device=spec["device"],
+            spec=spec, note="old", environment=ENVIRONMENT, attempts=1,
+            cancel_requested=False)).inserted_primary_key[0]
+        conn.execute(insert(old.tables["run_tags"]).values(run_id=run_id, tag="before-0002"))
+    result = variant_result("reduce-overhead")
+    entity = build_variant_result(result)
+    with engine.begin() as conn:
+        assert "eager_median_ms" not in old.tables["sweep_points"].c
         variants = old.tables["variant_results"]
         values = {c.key: getattr(entity, c.key) for c in variants.c if c.key not in ("id",)}
         variant_id = conn.execute(
@@ -134,7 +138,6 @@ def _fill_at_0001(engine: Engine) -> tuple[int, dict]:
                 row = {k: v for k, v in item.items() if k in columns}
                 row.update(variant_result_id=variant_id, position=position)
                 conn.execute(insert(old.tables[table]).values(row))
-    finish_run(db, run_id, "done", environment=ENVIRONMENT)
     return run_id, result
 
 

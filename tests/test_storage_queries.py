@@ -56,7 +56,7 @@ def test_columns_types_and_best_speedup(db):
     done = runs.iloc[1]
     assert done["best_speedup"] == 2.4
     assert done["dims"] == {"batch": 32, "hidden": 1024}
-    assert done["dims_label"] == "batch=32, hidden=1024"
+    assert done["dims_label"] == "batch=32/64, hidden=1024"  # a sweep shows every value
     assert done["sweep_dim"] == "batch"
     assert done["spec"] == sweep
     assert (done["gpu"], done["torch_version"], done["status"]) == (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data, forensics_view, report, safe, tables, widgets
+from dashboard import charts, data, forensics_view, mixing, people, report, safe, tables, widgets
 from dashboard.verdict import verdict_for_run
 
 st.title("Run / compare")
@@ -41,6 +41,9 @@ if runs.empty:
     st.stop()
 variants = d["variants"]
 verdicts = []
+mixed = mixing.notice(runs)
+if mixed:
+    st.warning(safe.md(mixed, 1500), icon=":material/compare_arrows:")
 
 # ---------------------------------------------------------------- per-run summary and verdict
 st.header("Verdict", anchor="verdict")
@@ -49,8 +52,8 @@ for _, r in runs.iterrows():
     with st.container(border=True):
         st.markdown(f"**{widgets.run_title(r)}**")
         meta = [f"torch {r['torch_version']}" if r.get("torch_version") else None,
-                f"created {r['created_at']:%Y-%m-%d %H:%M}" if r.get("created_at") is not None
-                else None,
+                f"created {people.local_time(r.get('created_at'))}"
+                if people.local_time(r.get("created_at")) else None,
                 "tags: " + ", ".join(r["tags"]) if isinstance(r.get("tags"), list) and r["tags"]
                 else None]
         st.caption(safe.md(" · ".join(m for m in meta if m), 2000))
@@ -118,8 +121,11 @@ if sweeps is not None and not sweeps.empty:
 # ---------------------------------------------------------------- tables
 st.header("Variants", anchor="variants")
 vt = tables.variants_table(variants, runs)
-# safe.frame: the grid's own CSV download (toolbar) writes cells as shown, formulas neutralised
-st.dataframe(safe.frame(vt), hide_index=True, key="variants-table")
+headline, headline_columns = people.variants_headline(vt)
+st.dataframe(headline, hide_index=True, key="variants-table", column_config=headline_columns)
+with st.expander(f"All {len(vt.columns)} figures per variant (as in the CSV)"):
+    st.dataframe(people.styled(vt), hide_index=True, key="variants-all",
+                 column_config={c: people.human(c) for c in vt.columns})
 st.download_button("Download figures as CSV", safe.csv(vt),
                    file_name=f"compilelab-variants-{'-'.join(map(str, picked[:8]))}.csv",
                    mime="text/csv", icon=":material/download:", key="csv",
@@ -127,13 +133,22 @@ st.download_button("Download figures as CSV", safe.csv(vt),
 
 st.header("Graph breaks and recompiles", anchor="graph-breaks")
 gb = tables.graph_breaks_table(d["graph_breaks"])
-if gb.empty:
-    st.caption("No graph breaks: each compiled variant traced the model into one graph.")
-else:
+# Only a compiled variant that finished says anything about graph breaks: a cancelled or failed
+# run used to read "No graph breaks", as if it had been checked.
+unknown = tables.runs_without_compiled_results(runs, variants)
+if unknown:
+    st.caption(safe.md(f"Run(s) {', '.join(f'#{i}' for i in unknown)}: no compiled variant "
+                       "finished (cancelled or failed first), so graph breaks and recompiles "
+                       "are unknown there."))
+if gb.empty and len(unknown) < len(runs):
+    st.caption("No graph breaks: each compiled variant that finished traced the model into "
+               "one graph.")
+elif not gb.empty:
     st.dataframe(safe.frame(gb), hide_index=True, key="graph-breaks")
 rc = tables.recompiles_table(d["recompiles"])
 if rc.empty:
-    st.caption("No recompiles.")
+    if len(unknown) < len(runs):
+        st.caption("No recompiles.")
 else:
     st.dataframe(safe.frame(rc), hide_index=True, key="recompiles")
 skips = tables.cudagraph_skips_table(variants)
@@ -143,7 +158,9 @@ if not skips.empty:
 phases = tables.compile_phases_table(variants)
 if not phases.empty:
     st.markdown("**Compile phases** (seconds, as torch reports them)")
-    st.dataframe(safe.frame(phases), hide_index=True, key="compile-phases")
+    st.dataframe(people.styled(phases), hide_index=True, key="compile-phases",
+                 column_config={"run_id": st.column_config.NumberColumn("Run", format="#%d"),
+                                "variant": "Variant"})
 
 failed = tables.failed_variants(variants)
 if not failed.empty:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import auth, data, safe, widgets
+from dashboard import auth, data, hardware, safe, widgets
 from dashboard.spec import (
     AUTOCASTS,
     BACKENDS,
@@ -40,11 +40,18 @@ if not models:
     st.stop()
 
 try:
-    recent = data.list_runs(limit=data.GPU_LOOKBACK_RUNS)
+    # The machines that would measure: workers registered now, never past (imported) runs.
+    workers = data.live_workers()
+    recent = data.list_runs(status=list(widgets.ACTIVE), limit=200)
 except Exception as exc:  # noqa: BLE001
     widgets.storage_unavailable(exc)
     st.stop()
-widgets.worker_banner(data.worker_state(recent))
+if not workers:
+    st.warning(f"**No worker running** — start one with {hardware.START_ONE}. You can still "
+               "queue a run: it waits until a worker that can serve it connects.",
+               icon=":material/warning:")
+else:
+    widgets.worker_banner()
 
 by_name = {m.name: m for m in models}
 names = list(by_name)
@@ -70,8 +77,10 @@ dims: dict[str, float] = {}
 cols = st.columns(min(max(len(model.dims), 1), 4))
 for i, d in enumerate(model.dims):
     with cols[i % len(cols)]:
+        # A float input even for whole-number dims: an int input silently truncated a typed 2.5
+        # to 2; this way 2.5 reaches build_spec, which says "must be a whole number".
         dims[d.name] = st.number_input(
-            d.name, value=d.default, step=1 if d.is_int else None,
+            d.name, value=float(d.default), step=1.0, format="%g",
             key=f"dim-{model.name}-{d.name}",
             help=f"{d.help + '. ' if d.help else ''}Range {d.range_text()}.")
         field_error(f"dim.{d.name}")
@@ -94,21 +103,32 @@ with c1:
     dtype = st.selectbox("dtype", list(model.dtypes), key="dtype")
     field_error("dtype")
 with c2:
-    gpu = data.gpu_info(recent)
-    devices = ["cpu", "cuda"] if gpu.state != "no" else ["cpu"]
-    device = st.selectbox("Device", devices, index=devices.index("cuda") if
-                          gpu.state == "yes" else 0, key="device")
-    if gpu.state == "yes":
-        st.caption(f"Worker GPU: {safe.md(gpu.name, 120)} (from run #{gpu.run_id}'s "
-                   "environment).")
-    elif gpu.state == "no":
-        st.info(f"No GPU found, CPU runs still work (worker report from run #{gpu.run_id}).",
-                icon=":material/computer:")
-    else:
-        st.caption("No GPU found in the worker's reports yet, CPU runs still work. cuda is "
-                   "offered: no cuda run has been measured here yet, and one fails with a "
-                   "plain reason if the worker has no GPU.")
+    devices, preferred = hardware.device_choices(workers)
+    device = st.selectbox("Device", devices, index=devices.index(preferred), key="device",
+                          help="The devices of the connected workers (cpu and cuda when none "
+                               "is connected).")
     field_error("device")
+if workers:
+    st.caption("Connected: " + " | ".join(safe.md(hardware.describe_worker(w), 200)
+                                          for w in workers))
+require_gpu = require_torch = None
+if workers:
+    with st.expander("Run only on… (a GPU model, a torch release)"):
+        r1, r2 = st.columns(2)
+        if device == "cuda":
+            picked_gpu = r1.selectbox(
+                "GPU model", hardware.gpu_choices(workers), key="require-gpu",
+                help="Only a worker with this GPU claims the run: re-measure a baseline on the "
+                     "GPU it was measured on.")
+            require_gpu = None if picked_gpu == hardware.ANY_GPU else picked_gpu
+        picked_torch = r2.selectbox("torch release", hardware.torch_choices(workers),
+                                    key="require-torch",
+                                    help="Only a worker with this torch release claims the run.")
+        require_torch = None if picked_torch == hardware.ANY_TORCH else picked_torch
+    if not hardware.servers(workers, device, require_gpu, require_torch):
+        st.warning(f"No connected worker can run this "
+                   f"({safe.md(hardware.needs_text(device, require_gpu, require_torch))}): it "
+                   "will wait in the queue until one connects.", icon=":material/hourglass:")
 
 # ---------------------------------------------------------------- variants and options
 st.subheader("Variants")
@@ -196,8 +216,10 @@ request = RunRequest(
     warmup_calls=warmup_calls, min_samples=min_samples, min_time_s=min_time,
     max_time_s=max_time, pipeline_k=pipeline_k, timeout_s=timeout, seed=seed, profile=profile,
     warm_cache=warm_cache, step=step, optimizer=optimizer, optimizer_impl=optimizer_impl,
-    lr=float(lr), autocast=autocast, accuracy_steps=int(accuracy_steps), sweep_dim=None if sweep_dim == "(no sweep)" else sweep_dim,
-    sweep_values=sweep_values, tags=tags, note=note,
+    lr=float(lr), autocast=autocast, accuracy_steps=int(accuracy_steps),
+    sweep_dim=None if sweep_dim == "(no sweep)" else sweep_dim,
+    sweep_values=sweep_values, tags=tags, note=note, require_gpu=require_gpu,
+    require_torch=require_torch,
 )
 check = build_spec(request, model, devices, engine_check=data.engine_normalise)
 for key, message in check.errors.items():

@@ -7,7 +7,7 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from dashboard import auth, data, safe, tables, widgets
+from dashboard import auth, data, people, safe, tables, widgets
 
 st.title("Runs")
 
@@ -16,7 +16,8 @@ try:
 except Exception as exc:  # noqa: BLE001
     widgets.storage_unavailable(exc)
     st.stop()
-widgets.worker_banner(data.worker_state(everything))
+widgets.worker_banner()
+widgets.import_outcome()
 
 if everything.empty:
     widgets.no_runs_yet()
@@ -103,20 +104,15 @@ if "runs-initial-selection" not in st.session_state:
     st.session_state["runs-initial-selection"] = [
         i for i, rid in enumerate(table["run_id"]) if int(rid) in linked]
 event = st.dataframe(
-    safe.frame(table), key="runs-table", on_select="rerun", selection_mode="multi-row", hide_index=True,
+    people.styled(table, {"best_speedup": "{:.2f}"}), key="runs-table", on_select="rerun",
+    selection_mode="multi-row", hide_index=True,
     selection_default={"selection": {"rows": st.session_state["runs-initial-selection"],
                                      "columns": []}},
-    column_config={
-        "run_id": st.column_config.NumberColumn("run", format="#%d"),
-        "dims_label": "dims",
-        "gpu": "GPU",
-        "torch_version": "torch",
-        "best_speedup": st.column_config.NumberColumn(
-            "best speedup", format="%.2f×", help="Best ok compile variant: eager median ÷ "
-            "variant median (below 1.0× = compiled slower than eager)."),
-        "created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm"),
-    },
+    column_config=people.runs_columns(),
 )
+st.download_button("Download this table as CSV", safe.csv(table), file_name="compilelab-runs.csv",
+                   mime="text/csv", icon=":material/download:", key="runs-csv",
+                   on_click="ignore", help="Formula-like cells neutralised for spreadsheets.")
 selected_rows = list(event.selection.rows) if event is not None else []
 selected = [int(table.iloc[i]["run_id"]) for i in selected_rows if i < len(table)]
 widgets.set_param("selected", selected)
@@ -140,5 +136,7 @@ if selected:
                                             & (runs["status"] == "running"), "run_id"]]
         widgets.delete_runs_control(selected, running)
 
-with st.expander("Import runs from a JSON bundle"):
+# A key: the expander keeps its open state across the rerun an import makes (without one, the
+# message the import adds above it made it a new element, closed).
+with st.expander("Import runs from a JSON bundle", key="runs-import-expander"):
     widgets.bundle_import("runs-import")

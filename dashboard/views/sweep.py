@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data, safe, tables, widgets
+from dashboard import charts, data, mixing, safe, tables, widgets
 
 st.title("Sweep")
 st.caption("Runs over several values of one dim. A ✕ marks a value at which the compiled model "
@@ -44,6 +44,8 @@ not_sweeps = [int(r) for r in runs.loc[runs["sweep_dim"].isna(), "run_id"]]
 if not_sweeps:
     st.warning("Not a sweep (no swept dim): " + ", ".join(f"#{i}" for i in not_sweeps)
                + ". Open it in Run / compare.")
+if mixed := mixing.notice(runs):
+    st.warning(safe.md(mixed, 1500), icon=":material/compare_arrows:")
 for _, r in runs.iterrows():
     if r["status"] in widgets.ACTIVE:
         widgets.progress_view(int(r["run_id"]), status=r["status"])

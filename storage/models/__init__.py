@@ -15,6 +15,7 @@ from storage.models.run import Run
 from storage.models.run_tag import RunTag
 from storage.models.sweep_point import SweepPoint
 from storage.models.variant_result import VariantResult
+from storage.models.worker import Worker
 
 __all__ = [
     "ALL_CONFIGS",
@@ -30,5 +31,6 @@ __all__ = [
     "RunTag",
     "SweepPoint",
     "VariantResult",
+    "Worker",
     "utcnow",
 ]

@@ -48,6 +48,11 @@ class Run(Base):
     dtype: Mapped[str] = mapped_column(String(32))
     device: Mapped[str] = mapped_column(String(32), index=True)
     spec: Mapped[dict[str, Any]] = mapped_column(json_column_type())
+    # What the run needs beyond its device, copied from the spec (RunSpec.require_gpu /
+    # require_torch) so that the claim query can match them against the claiming worker: a GPU
+    # model (exact name) and a torch release (a prefix such as "2.11"); None accepts any.
+    require_gpu: Mapped[str | None] = mapped_column(String(256))
+    require_torch: Mapped[str | None] = mapped_column(String(64))
 
     error: Mapped[str | None] = mapped_column(Text)
     note: Mapped[str] = mapped_column(Text, default="")

@@ -1,0 +1,133 @@
+"""Tables for people: human column names with units, "–" with a tooltip instead of ``None``,
+times to the second in the viewer's time zone, sensible widths (Streamlit column configs).
+
+The frames themselves keep their machine names (``run_id``, ``median_ms``: what the CSV export
+and the tests read); only how the page shows them lives here. Missing numbers go through a
+pandas ``Styler`` whose ``na_rep`` is the dash: Streamlit keeps the number for sorting and shows
+the formatted text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import safe
+from dashboard.tables import DASH
+
+WHY_EMPTY = f"{DASH} means not measured or not applicable here"
+
+
+def viewer_timezone() -> str | None:
+    """The browser's time zone (``st.context.timezone``), None outside a browser session."""
+    try:
+        return st.context.timezone or None
+    except Exception:  # noqa: BLE001 - AppTest and bare mode have no browser
+        return None
+
+
+def when(label: str = "Created") -> Any:
+    tz = viewer_timezone()
+    return st.column_config.DatetimeColumn(
+        label, format="YYYY-MM-DD HH:mm:ss", timezone=tz, width="medium",
+        help=f"In your time zone ({tz})" if tz else "UTC")
+
+
+def _text(label: str, help_: str | None = None, width: str | None = None) -> Any:
+    return st.column_config.TextColumn(label, help=help_, width=width)
+
+
+def runs_columns() -> dict[str, Any]:
+    """Column configs of ``tables.runs_table`` on the Runs page."""
+    return {
+        "run_id": st.column_config.NumberColumn("Run", format="#%d", width="small"),
+        "model": _text("Model", width="medium"),
+        "dims_label": _text("Shape", "The model's dims (batch, seq, hidden, …)", "medium"),
+        "dtype": _text("dtype", width="small"),
+        "device": _text("Device", width="small"),
+        "gpu": _text("GPU", f"GPU model the run used; cpu for CPU runs; {DASH}: not "
+                     "recorded yet (queued)", "medium"),
+        "torch_version": _text("torch", f"torch release of the worker; {DASH}: not "
+                               "recorded yet (queued)", "small"),
+        "status": _text("Status", width="small"),
+        "variants": _text("Variants", "eager and the compile modes the run measures",
+                          "medium"),
+        "best_speedup": st.column_config.NumberColumn(
+            "Best speedup (×)", width="small",
+            help="Best compile variant: eager median ÷ variant median (below 1.00 = compiled "
+                 f"slower than eager); {DASH}: no compiled variant finished"),
+        "created_at": when(),
+        "tags": _text("Tags", width="medium"),
+        "note": _text("Note", f"First line of the run's note; {DASH}: none", "large"),
+    }
+
+
+# Compare page: the headline figures of each variant, human names with units.
+VARIANT_HEADLINE: dict[str, tuple[str, str, str | None]] = {
+    # csv column: (label, number format, tooltip)
+    "run_id": ("Run", "#{:.0f}", None),
+    "variant": ("Variant", "{}", None),
+    "status": ("Status", "{}", None),
+    "median_ms": ("Median (ms/call)", "{:.4g}", "Steady-state per-call median, device idle "
+                  "before each call"),
+    "pipelined_median_ms": ("Pipelined (ms/call)", "{:.4g}", "K calls back to back, one "
+                            "synchronise, ÷ K"),
+    "speedup_x": ("Speedup (×)", "{:.2f}", "eager ÷ variant; below 1.00 = slower than eager"),
+    "speedup_ci_low_x": ("95 % CI low (×)", "{:.2f}", None),
+    "speedup_ci_high_x": ("95 % CI high (×)", "{:.2f}", None),
+    "first_call_cold_s": ("1st call, cold (s)", "{:.3g}", "Compile + one call, empty cache"),
+    "first_call_warm_s": ("1st call, warm cache (s)", "{:.3g}", "The same in a fresh "
+                          "process reusing the cache"),
+    "break_even_calls": ("Break-even (calls)", "{:,.0f}", f"Calls until compiling pays off; "
+                         f"{DASH}: never (compiled not faster) or not applicable"),
+    "peak_allocated_mib": ("Peak memory (MiB)", "{:,.1f}", f"GPU only; {DASH} on CPU"),
+    "kernels_per_call": ("Kernels per call", "{:.0f}", f"From the profiler pass; {DASH} on "
+                         "CPU or without it"),
+    "graph_breaks": ("Graph breaks", "{:.0f}", None),
+    "recompiles": ("Recompiles", "{:.0f}", None),
+    "correct": ("Correct", "{}", "Compiled output matches eager within the dtype's tolerance"),
+}
+
+
+def variants_headline(vt: pd.DataFrame) -> tuple[Any, dict[str, Any]]:
+    """(styled frame, column configs) of the headline variant figures: a dozen columns a
+    meeting can read, instead of the 38 of the CSV."""
+    cols = [c for c in VARIANT_HEADLINE if c in vt.columns]
+    return styled(vt[cols], {c: VARIANT_HEADLINE[c][1] for c in cols}), {
+        c: st.column_config.Column(VARIANT_HEADLINE[c][0], help=VARIANT_HEADLINE[c][2])
+        for c in cols}
+
+
+def human(name: str) -> str:
+    """``first_call_cold_s`` -> ``first call cold (s)``: a CSV name read aloud, unit kept."""
+    for unit, shown in (("_ms", " (ms)"), ("_s", " (s)"), ("_mib", " (MiB)"), ("_x", " (×)")):
+        if name.endswith(unit):
+            return name[: -len(unit)].replace("_", " ") + shown
+    return name.replace("_", " ")
+
+
+def styled(df: pd.DataFrame, formats: dict[str, str] | None = None) -> Any:
+    """``df`` (text neutralised, ``safe.frame``) as a Styler: numbers formatted, every missing
+    cell a dash. The values stay numbers, so sorting a column still sorts numerically."""
+    frame = safe.frame(df)
+    fmt = {c: f for c, f in (formats or {}).items() if c in frame.columns and f != "{}"}
+    return frame.style.format(fmt, na_rep=DASH)
+
+
+def local_time(value: Any) -> str | None:
+    """A stored (UTC) timestamp as ``2026-12-02 14:03:27 CET`` in the viewer's time zone."""
+    try:
+        ts = pd.Timestamp(value)
+    except (TypeError, ValueError):
+        return None
+    if ts is pd.NaT or pd.isna(ts):
+        return None
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts
+    tz = viewer_timezone()
+    try:
+        ts = ts.tz_convert(tz) if tz else ts.tz_convert("UTC")
+    except Exception:  # noqa: BLE001 - an unknown zone name from the browser
+        ts = ts.tz_convert("UTC")
+    return ts.strftime("%Y-%m-%d %H:%M:%S %Z")

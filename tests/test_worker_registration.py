@@ -1,0 +1,65 @@
+"""A worker registers the hardware it really has and claims only the runs it can serve.
+
+In-process ``Worker`` on a temp SQLite database (no measuring child is started: the only run
+queued is one this CPU worker must leave alone), plus the real hardware probe on this host.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from engine.hardware import describe, probe_capabilities
+from engine.worker import Worker
+from storage import open_database, queries, queue
+from storage.workers import Capabilities, live_workers
+
+LAPTOP = Capabilities(devices=("cpu",), torch_version="2.13.0+cpu")
+
+
+def _wait(cond, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while not (value := cond()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+    return value
+
+
+def test_cpu_worker_registers_beats_leaves_a_cuda_run_queued_and_unregisters(db_url):
+    db = open_database(db_url)
+    run_id = queue.enqueue_run(db, {"model": "mlp", "device": "cuda"})
+    worker = Worker(db, "laptop:1", poll_s=0.05, capabilities=LAPTOP, beat_every_s=0.1)
+    thread = threading.Thread(target=worker.serve, daemon=True)
+    thread.start()
+    try:
+        first = _wait(lambda: live_workers(db))[0]
+        assert (first["worker_id"], first["devices"], first["torch_version"]) == (
+            "laptop:1", ["cpu"], "2.13.0+cpu")
+        # The beat thread keeps it fresh while the loop polls.
+        _wait(lambda: live_workers(db)[0]["heartbeat_at"] > first["heartbeat_at"])
+    finally:
+        worker.stopping = True
+        thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert live_workers(db) == []  # a clean stop unregisters
+    assert queries.list_runs(db)["status"].tolist() == ["queued"]  # never claimed
+    assert queue.claim_next_run(db, "gpu:1", Capabilities(devices=("cpu", "cuda")))[0] == run_id
+    db.dispose()
+
+
+def test_once_without_servable_runs_returns_at_once(db_url):
+    db = open_database(db_url)
+    queue.enqueue_run(db, {"model": "mlp", "device": "cpu", "require_torch": "2.11"})
+    assert Worker(db, "laptop:2", capabilities=LAPTOP).serve(once=True) == 0
+    assert queries.list_runs(db)["status"].tolist() == ["queued"]
+    db.dispose()
+
+
+def test_probe_reports_this_hosts_devices_and_torch():
+    import torch
+
+    caps = probe_capabilities()
+    assert "probe_error" not in caps.info, caps.info
+    assert caps.torch_version == torch.__version__
+    assert ("cuda" in caps.devices) == torch.cuda.is_available()
+    assert describe(caps).endswith(f"torch {torch.__version__}")
