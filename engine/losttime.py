@@ -30,6 +30,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from engine import signals
+
 CALL = "compilelab::call"
 _RESUME = re.compile(r"torch_dynamo_resume_in_(\w+?)_at_(\d+)$")
 _KINDS = (("Torch-Compiled Region", "region"), ("TorchDynamo Cache Lookup", "lookup"),
@@ -127,16 +129,8 @@ def _compile_id(region: dict[str, Any]) -> str:
 
 def _busy(intervals: list[list[float]], lo: float, hi: float) -> float:
     """Union length of the intervals clipped to [lo, hi]."""
-    clipped = sorted((max(s, lo), min(e, hi)) for s, e in intervals if e > lo and s < hi)
-    total, cur_s, cur_e = 0.0, None, None
-    for s, e in clipped:
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    return total + (cur_e - cur_s if cur_e is not None else 0.0)
+    return signals.union_length([(max(s, lo), min(e, hi)) for s, e in intervals
+                                 if e > lo and s < hi])
 
 
 def action_for(reason: str, where: str) -> str:

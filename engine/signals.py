@@ -222,18 +222,21 @@ def profile_calls(fn: Callable[[], object], calls: int, cuda: bool) -> dict[str,
         if getattr(ev, "device_type", None) == DeviceType.CUDA:
             tr = ev.time_range
             intervals.append((tr.start, tr.end))
-    intervals.sort()
-    busy_us, cur_start, cur_end = 0.0, None, None
-    for s, e in intervals:
-        if cur_end is None or s > cur_end:
-            if cur_end is not None:
-                busy_us += cur_end - cur_start
-            cur_start, cur_end = s, e
-        else:
-            cur_end = max(cur_end, e)
-    if cur_end is not None:
-        busy_us += cur_end - cur_start
+    busy_us = union_length(intervals)
     return {
         "kernels_per_call": len(intervals) / calls,
         "device_busy_ms_per_call": busy_us / 1e3 / calls,
     }
+
+
+def union_length(intervals: list[tuple[float, float]] | list[list[float]]) -> float:
+    """Total length covered by the (start, end) intervals, overlaps counted once."""
+    total, cur_s, cur_e = 0.0, 0.0, None
+    for s, e in sorted((float(a), float(b)) for a, b in intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    return total + (cur_e - cur_s if cur_e is not None else 0.0)
