@@ -140,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compiled may be this many times eager's error against float64")
     r.add_argument("--accuracy-floor", type=float, default=None,
                    help="absolute error always allowed (default: by dtype)")
+    r.add_argument("--require-gpu", default=None, metavar="NAME",
+                   help="with --queue: only a worker with this GPU model claims the run "
+                        "(exact name, e.g. 'NVIDIA H200')")
+    r.add_argument("--require-torch", default=None, metavar="RELEASE",
+                   help="with --queue: only a worker whose torch release starts with this "
+                        "('2.11' matches 2.11.0+cu128)")
     r.add_argument("--tag", action="append", default=[])
     r.add_argument("--note", default="")
     r.add_argument("--queue", action="store_true",
@@ -253,6 +259,9 @@ def execute_here(db: Any, run_id: int, spec: dict[str, Any]) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     from storage.text import check_note, normalize_tags
 
+    if (args.require_gpu or args.require_torch) and not args.queue:
+        raise SpecError("--require-gpu / --require-torch choose the worker that takes a queued "
+                        "run: add --queue (a run measured here uses this machine)", "require_gpu")
     dims, sweep = _parse_dims(args.dim)
     tags, note = normalize_tags(args.tag), check_note(args.note)
     raw = {
@@ -268,6 +277,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "step": args.step, "optimizer": args.optimizer, "optimizer_impl": args.optimizer_impl,
         "lr": args.lr, "autocast": args.autocast, "accuracy_steps": args.accuracy_steps,
         "accuracy_multiplier": args.accuracy_multiplier, "accuracy_floor": args.accuracy_floor,
+        "require_gpu": args.require_gpu, "require_torch": args.require_torch,
     }
     # The local user typed this command, file and module references included.
     spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)

@@ -125,6 +125,7 @@ def test_user_model_file_from_cli(db_url):
         (["--model", f"{USER}:not_a_model"], "must return (torch.nn.Module"),
         (["--model", f"{USER}:missing_fn"], "is not a function"),
         (["--model", "plugin:nothing_here"], "no plugin model"),
+        (["--model", "mlp", "--require-gpu", "NVIDIA H200"], "add --queue"),
     ],
 )
 def test_bad_input_is_refused_clearly_and_nothing_is_stored(db_url, args, message):
@@ -180,3 +181,12 @@ def test_crashing_and_hanging_variants_are_failed_results(db_url):
         assert v.loc["default", "status"] == "failed"
         assert v.loc["default", "failure_kind"] == kind
         assert text in v.loc["default", "error"]
+
+
+def test_queued_run_records_what_it_needs(db_url):
+    p = run_cli("run", "--model", "mlp", "--queue", "--json", "--require-gpu", "NVIDIA H200",
+                "--require-torch", "2.11", *FAST, db_url=db_url)
+    assert p.returncode == 0, p.stderr
+    run = queries.list_runs(open_database(db_url)).iloc[0]
+    assert run["status"] == "queued"
+    assert (run["spec"]["require_gpu"], run["spec"]["require_torch"]) == ("NVIDIA H200", "2.11")
