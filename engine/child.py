@@ -32,6 +32,7 @@ from engine import (  # noqa: E402
     accuracy,
     forensics,
     gates,
+    grid,
     losttime,
     roofline,
     signals,
@@ -301,11 +302,8 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             elif train:
                 fn, is_eager = train.variant_step, False
             else:
-                kwargs: dict[str, Any] = {"backend": run.get("backend", "inductor"),
-                                          "dynamic": run.get("dynamic"),
-                                          "fullgraph": bool(run.get("fullgraph", False))}
-                if variant != "default":
-                    kwargs["mode"] = variant
+                # mode, dynamic, fullgraph and inductor options from the variant's name
+                kwargs: dict[str, Any] = grid.compile_kwargs(run, variant)
                 with clock.phase("compiler import"):  # torch.compile imports dynamo, as in
                     compiled = torch.compile(model, **kwargs)  # a user's script: untimed
                 fn, is_eager = (lambda: compiled(*inputs)), False  # noqa: E731

@@ -79,6 +79,10 @@ class RunSpec:
     accuracy_steps: int = 3
     accuracy_multiplier: float = 3.0
     accuracy_floor: float | None = None
+    # Grid runs (engine/grid.py): variants may carry a config ("default@dyn=1,fg=1"); a run
+    # refuses more compiled variants than this, so a mistyped grid does not book the GPU for a
+    # day. Raise it for a bigger grid (at most 63: a bundle holds 64 variants per run).
+    grid_limit: int = 16
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
