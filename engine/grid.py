@@ -191,8 +191,8 @@ def compile_kwargs(run: Mapping[str, Any], variant: str) -> dict[str, Any]:
         # torch.compile takes mode or options, not both: the mode as its options, then ours
         from torch._inductor import list_mode_options
 
-        options = dict(list_mode_options(None if mode == "default" else mode,
-                                         kwargs["dynamic"]))
+        # (mode None would return the table of every mode: name the mode, "default" included)
+        options = dict(list_mode_options(mode, kwargs["dynamic"]))
         options.update(inductor)
         kwargs["options"] = options
     elif mode != "default":

@@ -73,6 +73,8 @@ def test_compile_kwargs_follow_the_name() -> None:
     assert kw["options"]["max_autotune"] is True and kw["options"]["triton.cudagraphs"] is True
     assert kw["options"]["coordinate_descent_tuning"] is False
     assert kw["options"]["freezing"] is True
+    assert grid.compile_kwargs(run, "default@cdt=1")["options"] == {
+        "coordinate_descent_tuning": True}
     # the run's own dynamic/fullgraph hold where the name says nothing
     assert grid.compile_kwargs({**run, "fullgraph": True}, "default@dyn=1")["fullgraph"] is True
     assert split_variant("reduce-overhead+opt@dyn=1") == ("reduce-overhead", True)
