@@ -13,6 +13,7 @@ from typing import Any
 
 from dashboard.catalogue import DimChoice, ModelChoice
 from engine.contract import RunSpec
+from engine.grid import GridError, expand, parse_options
 from storage.text import TextError, normalize_tags
 
 COMPILE_VARIANTS = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -61,6 +62,10 @@ class RunRequest:
     accuracy_steps: int = _DEFAULTS["accuracy_steps"]
     sweep_dim: str | None = None
     sweep_values: str = ""
+    # grid (engine/grid.py): option name -> values picked ("none", "true", "false"); an option
+    # with values here is written in each variant's name and overrides the single setting above
+    grid: dict[str, list[str]] = field(default_factory=dict)
+    grid_limit: int = _DEFAULTS["grid_limit"]
     tags: str = ""
     note: str = ""
 
@@ -75,6 +80,19 @@ class Validation:
     @property
     def ok(self) -> bool:
         return not self.errors and self.spec is not None
+
+
+def _expand_grid(req: RunRequest, variants: list[str], errors: dict[str, str]) -> list[str]:
+    """The compile variants crossed with the grid's option values (engine/grid.py); the
+    engine's validator then applies the grid-size limit and each config's rules."""
+    items = [f"{name}={','.join(values)}" for name, values in req.grid.items() if values]
+    if not items or "variants" in errors:
+        return variants
+    try:
+        return expand(variants, parse_options(items))
+    except GridError as exc:
+        errors["grid"] = str(exc)
+        return variants
 
 
 def parse_tags(text: str) -> tuple[list[str], str | None]:
@@ -221,6 +239,7 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
             else:
                 sweep = {"dim": dim.name, "values": values}
 
+    compile_variants = _expand_grid(req, compile_variants, errors)
     tags, tag_err = parse_tags(req.tags)
     if tag_err:
         errors["tags"] = tag_err
@@ -255,6 +274,7 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
         "profile": bool(req.profile),
         "warm_cache": bool(req.warm_cache),
         "step": req.step,
+        "grid_limit": req.grid_limit,
     }
     if train:  # the optimizer options mean nothing to an inference run: left at their defaults
         spec.update(optimizer=req.optimizer, optimizer_impl=req.optimizer_impl, lr=req.lr,

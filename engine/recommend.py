@@ -13,16 +13,20 @@ A process that serves ``N`` calls pays, per config ``i``::
 (``first_call_cold_s``: compile + one call) or, with ``warm_cache``, its warm-cache first call
 (``first_call_warm_s``); for eager its first call after CUDA start-up (the stats block's
 ``eager_first_call_ms``, which break-even uses too; both sides pay CUDA start-up, so it is left
-out of both).  ``per_call_i`` is the variant's steady-state per-call median (``median_ms``).
+out of both).  ``per_call_i`` is eager's per-call median (``median_ms`` of the eager process)
+divided by the variant's paired speedup (``speedup``: eager and the variant timed in alternating
+rounds of the same processes), the statistic the one verdict (engine/verdict.py) rests on.  Why
+not the variant's own median: a compiled variant's process can run everything slower than the
+eager process does (its paired eager is slower too), and comparing medians across processes
+would then charge that to compiling.  A variant without a speedup keeps its own median.
 
 Candidates are eager and the compiled variants that finished and pass the one accuracy judgement
 (``engine.verdict.accuracy_failure``), and, with a memory budget, whose peak memory fits it
 (reserved bytes where measured: what the process holds; else allocated).
 
 Intervals: the stats block gives a 95 % interval for each compiled variant's speedup over eager
-(paired rounds, several processes).  Its relative width is carried onto the per-call time:
-``per_call * [s / s_high, s / s_low]``.  Eager is the reference of those ratios and is taken as a
-point.  The margin between the winner and the runner-up at ``N`` calls is bounded by interval
+(paired rounds, several processes), so the per-call time lies in ``[eager / s_high,
+eager / s_low]``.  Eager is the reference of those ratios and is taken as a point.  The margin between the winner and the runner-up at ``N`` calls is bounded by interval
 arithmetic, ``(first_r - first_b) + (N - 1) * [lo_r - hi_b, hi_r - lo_b]``: conservative (it
 treats the two intervals as independent), and it says "within noise" when it spans 0.
 
@@ -212,6 +216,7 @@ def candidates(rows: Iterable[Row], *, warm_cache: bool = False,
     eager = next((r for r in rows if r.get("variant") == "eager"
                   and r.get("status", "ok") == "ok"), None)
     unknown_mem: list[str] = []
+    eager_ms = fmt.num(eager.get("median_ms")) if eager else None
     for r in rows:
         name = str(r.get("variant"))
         if r.get("status", "ok") != "ok":
@@ -234,6 +239,10 @@ def candidates(rows: Iterable[Row], *, warm_cache: bool = False,
                 excluded.append((name, f"peak {fmt.mib(peak)} exceeds the {memory_mib:,.0f} MiB "
                                        "budget"))
                 continue
+        s = fmt.num(r.get("speedup"))
+        s_lo, s_hi = fmt.num(r.get("speedup_ci_low")), fmt.num(r.get("speedup_ci_high"))
+        if name != "eager" and eager_ms is not None and s and s > 0:
+            per_ms = eager_ms / s  # the paired ratio on the eager process's time (module doc)
         per = per_ms / 1000.0
         lo = hi = per
         if name == "eager":
@@ -251,8 +260,6 @@ def candidates(rows: Iterable[Row], *, warm_cache: bool = False,
             if first is None:
                 excluded.append((name, "no first-call (compile) time"))
                 continue
-            s = fmt.num(r.get("speedup"))
-            s_lo, s_hi = fmt.num(r.get("speedup_ci_low")), fmt.num(r.get("speedup_ci_high"))
             if s and s_lo and s_hi and s_lo > 0:
                 lo, hi = per * s / s_hi, per * s / s_lo
         out.append(Candidate(name, first, per, min(lo, per), max(hi, per), peak))

@@ -15,9 +15,7 @@ same on tiny shapes (how it is tested without a GPU).
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -27,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 from engine.execute import execute_run  # noqa: E402
 from engine.report import format_run, run_json  # noqa: E402
 from engine.spec import normalise  # noqa: E402
+from scripts.acceptance_args import common_parser  # noqa: E402
 from storage import export_bundle, open_database, queries, queue  # noqa: E402
 
 TAG = "forensics"
@@ -91,13 +90,7 @@ def summary(db, run_ids: list[int]) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--db", default=os.environ.get("COMPILELAB_DB"))
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--only", default=",".join(CONFIGS), help="comma list of models")
-    ap.add_argument("--tiny", action="store_true", help="tiny shapes, fp32 (a CPU check)")
-    ap.add_argument("--backend", default="inductor")
-    ap.add_argument("--bundle", default=None, help="also export every forensics run here")
+    ap = common_parser(CONFIGS, "forensics")
     ap.add_argument("--table-only", action="store_true")
     args = ap.parse_args()
     db = open_database(args.db)

@@ -157,3 +157,17 @@ def test_recommend_command_on_imported_h200_runs(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "call count" in bad.stderr and "Traceback" not in bad.stderr
     missing = run_cli("recommend", "999", "--calls", "10", "--db", url)
     assert missing.returncode == 2 and "no run 999" in missing.stderr
+
+
+def test_per_call_time_is_eagers_time_over_the_paired_speedup() -> None:
+    """A variant whose process ran everything slower (its paired eager too) is judged on the
+    paired ratio, as the verdict judges it, not on its own median against eager's process."""
+    rows = [row("eager", per_ms=1.0),
+            row("slow-process", first=0.0, per_ms=5.0, speedup=2.0, lo=1.5, hi=2.5,
+                eager_first_call_ms=1.0, eager_median_ms=10.0)]
+    rec = recommend(rows, 100)
+    c = next(c for c in rec.candidates if c.name == "slow-process")
+    assert c.per_call_s == pytest.approx(0.0005)
+    assert (c.per_call_low_s, c.per_call_high_s) == (pytest.approx(0.0004),
+                                                     pytest.approx(1 / 1.5 / 1000))
+    assert rec.choice == "slow-process"

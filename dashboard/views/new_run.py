@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import auth, data, safe, widgets
+from dashboard.grid_form import grid_form
 from dashboard.spec import (
     AUTOCASTS,
     BACKENDS,
@@ -155,6 +156,8 @@ with st.expander("Compile options"):
     dynamic_label = o2.selectbox("dynamic", list(DYNAMIC_CHOICES), key="dynamic",
                                  help="None: static first, dynamic after a shape change.")
     fullgraph = o3.checkbox("fullgraph (error on graph breaks)", key="fullgraph")
+grid_choice, grid_limit = grid_form()  # several values per option: a grid
+field_error("grid")
 
 with st.expander("Measurement budget"):
     m1, m2, m3 = st.columns(3)
@@ -197,13 +200,15 @@ request = RunRequest(
     max_time_s=max_time, pipeline_k=pipeline_k, timeout_s=timeout, seed=seed, profile=profile,
     warm_cache=warm_cache, step=step, optimizer=optimizer, optimizer_impl=optimizer_impl,
     lr=float(lr), autocast=autocast, accuracy_steps=int(accuracy_steps), sweep_dim=None if sweep_dim == "(no sweep)" else sweep_dim,
-    sweep_values=sweep_values, tags=tags, note=note,
+    sweep_values=sweep_values, tags=tags, note=note, grid=grid_choice, grid_limit=grid_limit,
 )
 check = build_spec(request, model, devices, engine_check=data.engine_normalise)
 for key, message in check.errors.items():
     (errors_at.get(key) or st).error(safe.md(message, 500), icon=":material/warning:")
 for w in check.warnings:
     st.caption(f"ℹ️ {safe.md(w, 500)}")
+if check.ok and len(check.spec["variants"]) > 2:  # the grid's size and cost before queuing
+    st.info(safe.md(data.grid_plan_text(check.spec), 500), icon=":material/grid_on:")
 
 if st.button("Queue run", type="primary", icon=":material/play_arrow:", key="submit"):
     if not auth.can_write():
