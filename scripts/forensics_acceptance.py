@@ -22,11 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.execute import execute_run  # noqa: E402
 from engine.report import format_run, run_json  # noqa: E402
 from engine.spec import normalise  # noqa: E402
-from scripts.acceptance_args import common_parser  # noqa: E402
-from storage import export_bundle, open_database, queries, queue  # noqa: E402
+from scripts.acceptance_common import common_parser, measure  # noqa: E402
+from storage import export_bundle, open_database, queries  # noqa: E402
 
 TAG = "forensics"
 CONFIGS = {  # model: (dims, dtype, variants)
@@ -109,9 +108,7 @@ def main() -> int:
         spec = normalise({"model": model, "dims": dims, "dtype": dtype, "device": args.device,
                           "variants": variants, "backend": args.backend,
                           "startup": model != "graph_breaks", **budget}, check_device=True)
-        rid = queue.enqueue_run(db, spec, tags=[TAG, args.device])
-        queue.claim_run(db, rid, "forensics-acceptance")
-        execute_run(db, rid, spec, "forensics-acceptance", log=lambda m: print(m, flush=True))
+        rid = measure(db, spec, [TAG, args.device], "forensics-acceptance")
         run_ids.append(rid)
         print(format_run(db, rid), flush=True)
     print()

@@ -25,14 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine import grid  # noqa: E402
-from engine.execute import execute_run  # noqa: E402
 from engine.grid_plan import plan  # noqa: E402
 from engine.pareto import mark  # noqa: E402
 from engine.recommend import recommend  # noqa: E402
 from engine.report import format_run  # noqa: E402
 from engine.spec import normalise  # noqa: E402
-from scripts.acceptance_args import common_parser  # noqa: E402
-from storage import export_bundle, open_database, queue  # noqa: E402
+from scripts.acceptance_common import common_parser, measure  # noqa: E402
+from storage import export_bundle, open_database  # noqa: E402
 from storage.history import process_seconds  # noqa: E402
 from storage.records import load_run  # noqa: E402
 from storage.selection import tagged_runs  # noqa: E402
@@ -118,9 +117,7 @@ def main() -> int:
                           "variants": variants, "backend": args.backend, "sweep": sweep,
                           "grid_limit": args.grid_limit, **budget}, check_device=True)
         print("grid: " + plan(spec, process_seconds(db, model, args.device)).text(), flush=True)
-        rid = queue.enqueue_run(db, spec, tags=[TAG, args.device])
-        queue.claim_run(db, rid, "grid-acceptance")
-        execute_run(db, rid, spec, "grid-acceptance", log=lambda m: print(m, flush=True))
+        rid = measure(db, spec, [TAG, args.device], "grid-acceptance")
         run_ids.append(rid)
         print(format_run(db, rid), flush=True)
     print()

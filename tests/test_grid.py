@@ -140,6 +140,16 @@ def test_cli_grid_run_is_one_run_with_a_variant_per_config(db_url: str) -> None:
     assert all(v["status"] == "ok" for v in shown["variants"])
     rec = run_cli("recommend", run_id, "--calls", "1000", "--db", db_url)
     assert rec.returncode == 0 and rec.stdout.startswith("Recommend: ")
+    # a grid run survives export and import with its names (storage/bundle.py VARIANT_NAME)
+    bundle = db_url.removeprefix("sqlite:///") + ".json"
+    assert run_cli("export", run_id, "-o", bundle, "--db", db_url).returncode == 0
+    other = db_url + ".imported.db"
+    imported = run_cli("import", bundle, "--db", other)
+    assert imported.returncode == 0, imported.stderr
+    again = run_cli("recommend", imported.stdout.split()[0], "--calls", "1000", "--json",
+                    "--db", other)
+    assert json.loads(again.stdout)["recommend"] == json.loads(run_cli(
+        "recommend", run_id, "--calls", "1000", "--json", "--db", db_url).stdout)["recommend"]
 
 
 @pytest.mark.slow
