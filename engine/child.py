@@ -35,6 +35,7 @@ from engine import (  # noqa: E402
     grid,
     losttime,
     roofline,
+    shape_mix,
     signals,
     startup,
 )
@@ -416,6 +417,13 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                             (lambda i: model(*i)) if is_eager else (lambda i: compiled(*i))),
                         timer=timer, capture=capture, budget=budget,
                         n_values=len(sweep["values"]), is_eager=is_eager))
+                if run.get("shape_weights"):  # engine/shape_mix.py: the sizes in their mix
+                    res["shape_mix"] = shape_mix.replay(
+                        sweep["values"], run["shape_weights"], int(run.get("mix_requests", 200)),
+                        int(run.get("seed", 0)),
+                        lambda v: build(run, {**dims, sweep["dim"]: int(v)}, device)[1],
+                        (lambda i: model(*i)) if is_eager else (lambda i: compiled(*i)),
+                        timer.wall_ms, signals.compile_count)
 
             stage = "profiling"
             progress("profiling", 0.85, force=True)

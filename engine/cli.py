@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                         " fullgraph=false,true; coordinate_descent_tuning=false,true; "
                         "freezing=false,true), crossed with --variants into one run "
                         "(engine/grid.py)")
+    r.add_argument("--weights", default=None, metavar="W1,W2,...",
+                   help="with a sweep: how often a service sees each swept size; each variant "
+                        "replays requests in that mix (engine/shape_mix.py)")
     r.add_argument("--grid-limit", type=int, default=DEFAULTS["grid_limit"],
                    help="refuse grids with more compiled variants than this (raise it to run a "
                         "bigger grid)")
@@ -258,6 +261,15 @@ def execute_here(db: Any, run_id: int, spec: dict[str, Any]) -> str:
     return status
 
 
+def _weights(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        return [float(w) for w in text.split(",") if w.strip()]
+    except ValueError:
+        raise UsageError(f"--weights expects numbers like 0.6,0.3,0.1, got {text!r}") from None
+
+
 def _grid_variants(args: argparse.Namespace) -> list[str]:
     """--variants crossed with every --option's values (engine/grid.py)."""
     from engine.grid import GridError, expand, parse_options
@@ -277,7 +289,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     raw = {
         "model": args.model, "dims": dims, "sweep": sweep, "dtype": args.dtype,
         "device": args.device, "variants": _grid_variants(args),
-        "grid_limit": args.grid_limit,
+        "grid_limit": args.grid_limit, "shape_weights": _weights(args.weights),
         "backend": args.backend, "dynamic": args.dynamic, "fullgraph": args.fullgraph,
         "warmup_calls": args.warmup_calls, "min_samples": args.min_samples,
         "min_time_s": args.min_time, "max_time_s": args.max_time, "pipeline_k": args.pipeline_k,

@@ -50,6 +50,7 @@ def add_recommend_parser(sub: Any, run_id_type: Any) -> argparse.ArgumentParser:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
+    from engine import shape_mix
     from engine.recommend import recommend
     from storage import open_database
     from storage.records import load_run
@@ -60,8 +61,10 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         raise LookupError(f"no run {args.run_id} in the database")
     rec = recommend(run["variants"], args.calls, warm_cache=args.warm_cache,
                     memory_mib=args.memory_mib)
+    mix = shape_mix.lines(run["variants"], args.calls)  # runs with a shape distribution
     if args.json:
-        print(json.dumps({"run_id": args.run_id, **rec.as_dict()}, allow_nan=False))
+        print(json.dumps({"run_id": args.run_id, **rec.as_dict(), "shape_mix": mix},
+                         allow_nan=False))
     else:
-        print(rec.as_text())
+        print("\n".join([rec.as_text(), *mix]))
     return 0 if rec.best is not None else 1

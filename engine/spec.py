@@ -11,7 +11,7 @@ import math
 import os
 from typing import Any
 
-from engine import grid
+from engine import grid, shape_mix
 from engine.catalogue import CatalogueError, check_dim_value, get_model
 from engine.contract import RunSpec
 from engine.environment import PROJECT_ROOT
@@ -213,6 +213,11 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     _num(spec, "process_budget_s", 0, 24 * 3600)
     _num(spec, "concurrency", 0, 64, integer=True)
     _num(spec, "grid_limit", 1, grid.MAX_GRID_LIMIT, integer=True)
+    _num(spec, "mix_requests", 10, shape_mix.MAX_REQUESTS, integer=True)
+    try:
+        shape_mix.check(spec)  # weights of the sweep's sizes
+    except ValueError as e:
+        raise SpecError(one_line(e), "shape_weights") from None
     _check_grid(spec, configs)
     if spec["max_processes"] < spec["processes"]:
         spec["max_processes"] = spec["processes"]  # asking for N processes means at least N
