@@ -1,6 +1,8 @@
 """Configuration-grid acceptance (issue 17) on a CUDA host: a grid of at least eight configs for
 BERT-base and for the catalogue's varying-sequence model, each ONE run, then the recommendation
-for 1 000 and 1 000 000 calls (cold and warm compile cache) and the non-dominated configs.
+for 1 000 and 1 000 000 calls (cold and warm compile cache) and the non-dominated configs; the
+varying-sequence model also replays a mix of sequence lengths (60 % 64, 30 % 96, 10 % 128
+tokens) and reports per ``dynamic`` setting the expected per-request time with recompiles.
 
     python scripts/grid_acceptance.py --db sqlite:///$OUT/g.db --only bert_base --bundle $OUT/grid_bert.json
     python scripts/grid_acceptance.py --db sqlite:///$OUT/g.db --only varying_seq --bundle $OUT/grid_varying.json
@@ -24,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import grid  # noqa: E402
+from engine import grid, shape_mix  # noqa: E402
 from engine.grid_plan import plan  # noqa: E402
 from engine.pareto import mark  # noqa: E402
 from engine.recommend import recommend  # noqa: E402
@@ -49,6 +51,8 @@ CONFIGS = {
                     ["dynamic=none,true", "coordinate_descent_tuning=false,true"],
                     {"dim": "seq", "values": [64, 96, 128]}),
 }
+# The sizes' mix a service sees (engine/shape_mix.py): each config replays requests in it.
+WEIGHTS = {"varying_seq": [0.6, 0.3, 0.1]}
 TINY = {"bert_base": {"batch": 1, "seq": 8},
         "varying_seq": {"batch": 2, "seq": 8, "hidden": 16, "heads": 2}}
 # Two measuring processes per config (cold + warm local cache) and short budgets: the grid must
@@ -85,6 +89,7 @@ def report(db, run_id: int) -> str:
             lines.append(f"-- python -m engine recommend {run_id} --calls {calls}"
                          + (" --warm-cache" if warm else ""))
             lines += ["  " + line for line in rec.lines()]
+        lines += shape_mix.lines(rows, calls)
     return "\n".join(lines)
 
 
@@ -107,7 +112,7 @@ def main() -> int:
         budget = dict(BUDGET)
         if args.tiny:
             dims, dtype = TINY[model], "float32"
-            sweep = sweep and {"dim": sweep["dim"], "values": [8, 12]}
+            sweep = sweep and {"dim": sweep["dim"], "values": [8, 12, 16]}
             budget.update(min_samples=5, min_time_s=0.0, max_time_s=0.5, warmup_calls=3,
                           pipeline_k=3, processes=1, max_processes=1, warm_cache=False)
         modes = args.variants.split(",") if args.variants else modes
@@ -115,6 +120,7 @@ def main() -> int:
         variants = grid.expand(["eager", *modes], grid.parse_options(options))
         spec = normalise({"model": model, "dims": dims, "dtype": dtype, "device": args.device,
                           "variants": variants, "backend": args.backend, "sweep": sweep,
+                          "shape_weights": WEIGHTS.get(model) if sweep else None,
                           "grid_limit": args.grid_limit, **budget}, check_device=True)
         print("grid: " + plan(spec, process_seconds(db, model, args.device)).text(), flush=True)
         rid = measure(db, spec, [TAG, args.device], "grid-acceptance")

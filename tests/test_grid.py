@@ -165,3 +165,16 @@ def test_tiny_inductor_grid_with_inductor_options(db_url: str) -> None:
     rows = {v["variant"]: v for v in shown["variants"]}
     assert set(rows) == {"eager", "default@cdt=1,frz=0", "default@cdt=1,frz=1"}
     assert all(r["status"] == "ok" and r["correct"] is not False for r in rows.values())
+
+
+def test_config_keys_of_runs_without_grid_options_are_unchanged() -> None:
+    """Pinned baselines store config keys: the new spec options must not change them (the
+    literals were computed with engine/config_key.py and contract.py before these options)."""
+    from engine.config_key import config_key
+
+    assert config_key({"model": "mlp", "dims": {"batch": 32, "hidden": 1024}}) == \
+        "4179d7e9e6281f9b"
+    sweep = {"model": "varying_seq", "sweep": {"dim": "seq", "values": [8, 16]}}
+    assert config_key(sweep) == "f9e67e835c7716b8"
+    assert config_key({**sweep, "grid_limit": 40, "mix_requests": 50}) == "f9e67e835c7716b8"
+    assert config_key({**sweep, "shape_weights": [0.5, 0.5]}) != "f9e67e835c7716b8"

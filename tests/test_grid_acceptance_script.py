@@ -28,6 +28,8 @@ def test_grid_acceptance_script_tiny_cpu(tmp_path: Path) -> None:
     for calls in ("1000", "1000000"):
         assert f"python -m engine recommend 1 --calls {calls}\n  Recommend: " in out
     assert "non-dominated, per-call ms vs cold compile s:" in out
+    assert "Shape mix: expected per-request time over 1,000,000 requests" in out
+    assert "default@dyn=1 (dynamic True)" in out
     runs = json.loads(bundle.read_text())["runs"]
     assert [v["variant"] for v in runs[0]["variants"]] == ["eager", "default@dyn=none",
                                                            "default@dyn=1"]
