@@ -62,6 +62,7 @@ class RunRequest:
     accuracy_steps: int = _DEFAULTS["accuracy_steps"]
     sweep_dim: str | None = None
     sweep_values: str = ""
+    sweep_weights: str = ""  # how often each swept value is seen (engine/shape_mix.py)
     # grid (engine/grid.py): option name -> values picked ("none", "true", "false"); an option
     # with values here is written in each variant's name and overrides the single setting above
     grid: dict[str, list[str]] = field(default_factory=dict)
@@ -276,6 +277,12 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
         "step": req.step,
         "grid_limit": req.grid_limit,
     }
+    if sweep and req.sweep_weights.strip():
+        try:
+            spec["shape_weights"] = [float(w) for w in req.sweep_weights.split(",") if w.strip()]
+        except ValueError:
+            return Validation(None, {"sweep": "Weights must be numbers like 6, 3, 1."},
+                              warnings, tags)
     if train:  # the optimizer options mean nothing to an inference run: left at their defaults
         spec.update(optimizer=req.optimizer, optimizer_impl=req.optimizer_impl, lr=req.lr,
                     autocast=req.autocast, accuracy_steps=req.accuracy_steps)

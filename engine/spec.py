@@ -217,7 +217,7 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     try:
         shape_mix.check(spec)  # weights of the sweep's sizes
     except ValueError as e:
-        raise SpecError(one_line(e), "shape_weights") from None
+        raise SpecError(one_line(e), "sweep") from None
     _check_grid(spec, configs)
     if spec["max_processes"] < spec["processes"]:
         spec["max_processes"] = spec["processes"]  # asking for N processes means at least N

@@ -46,3 +46,19 @@ def test_build_spec_grid_rules_come_from_the_engine():
     bad = RunRequest(model="mlp", dims={}, dtype="float32", device="cpu",
                      variants=["default"], grid={"dynamic": ["maybe"]})
     assert "not one of" in build_spec(bad, mlp, ["cpu"]).errors["grid"]
+
+
+def test_build_spec_passes_sweep_weights_to_the_engine():
+    from dashboard.data import engine_normalise
+
+    vs = next(m for m in load_catalogue() if m.name == "varying_seq")
+    req = RunRequest(model="varying_seq", dims={}, dtype="float32", device="cpu",
+                     variants=["default"], sweep_dim="seq", sweep_values="32, 64",
+                     sweep_weights="3, 1")
+    check = build_spec(req, vs, ["cpu"], engine_check=engine_normalise)
+    assert check.ok and check.spec["shape_weights"] == [0.75, 0.25]
+    bad = RunRequest(**{**req.__dict__, "sweep_weights": "3, 1, 1"})
+    check = build_spec(bad, vs, ["cpu"], engine_check=engine_normalise)
+    assert not check.ok and "list of 2 numbers" in check.errors["sweep"]
+    assert "numbers like" in build_spec(RunRequest(**{**req.__dict__, "sweep_weights": "a"}),
+                                        vs, ["cpu"]).errors["sweep"]

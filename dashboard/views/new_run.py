@@ -82,12 +82,17 @@ sweep_dim = st.selectbox(
     key=f"sweep-dim-{model.name}",
     help="Feed one compiled model several values of an input dim (batch, seq, …): shows "
          "latency per value and the recompiles a new shape triggers.")
-sweep_values = ""
+sweep_values = sweep_weights = ""
 if sweep_dim != "(no sweep)":
     d = model.dim(sweep_dim)
     sweep_values = st.text_input(
         f"Values of {sweep_dim} (comma-separated, range {d.range_text()})",
         key=f"sweep-values-{model.name}", placeholder="e.g. 32, 64, 128")
+    sweep_weights = st.text_input(
+        "How often a service sees each value (optional weights, comma-separated)",
+        key=f"sweep-weights-{model.name}", placeholder="e.g. 6, 3, 1",
+        help="Each variant then replays requests in this mix and reports the expected "
+             "per-request time with its recompile stalls (python -m engine recommend).")
 field_error("sweep")
 
 c1, c2 = st.columns(2)
@@ -200,7 +205,7 @@ request = RunRequest(
     max_time_s=max_time, pipeline_k=pipeline_k, timeout_s=timeout, seed=seed, profile=profile,
     warm_cache=warm_cache, step=step, optimizer=optimizer, optimizer_impl=optimizer_impl,
     lr=float(lr), autocast=autocast, accuracy_steps=int(accuracy_steps), sweep_dim=None if sweep_dim == "(no sweep)" else sweep_dim,
-    sweep_values=sweep_values, tags=tags, note=note, grid=grid_choice, grid_limit=grid_limit,
+    sweep_values=sweep_values, sweep_weights=sweep_weights, tags=tags, note=note, grid=grid_choice, grid_limit=grid_limit,
 )
 check = build_spec(request, model, devices, engine_check=data.engine_normalise)
 for key, message in check.errors.items():
