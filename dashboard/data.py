@@ -41,6 +41,19 @@ def database():
     return _database(db_url())
 
 
+def grid_plan_text(spec: dict) -> str:
+    """How many variants a spec has and how long it should take (engine/grid_plan.py), from
+    earlier runs of the model on the device where there are any."""
+    from engine.grid_plan import plan
+    from storage.history import process_seconds
+
+    try:
+        history = process_seconds(database(), spec["model"], spec["device"])
+    except Exception:  # noqa: BLE001 - an estimate without history beats no estimate
+        history = None
+    return plan(spec, history).text()
+
+
 def describe_url() -> str:
     """``$COMPILELAB_DB`` (or the default) with any password masked, without opening it."""
     raw = db_url()

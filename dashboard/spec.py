@@ -13,6 +13,7 @@ from typing import Any
 
 from dashboard.catalogue import DimChoice, ModelChoice
 from engine.contract import RunSpec
+from engine.grid import GridError, expand, parse_options
 from storage.text import TextError, normalize_tags
 
 COMPILE_VARIANTS = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -61,6 +62,11 @@ class RunRequest:
     accuracy_steps: int = _DEFAULTS["accuracy_steps"]
     sweep_dim: str | None = None
     sweep_values: str = ""
+    sweep_weights: str = ""  # how often each swept value is seen (engine/shape_mix.py)
+    # grid (engine/grid.py): option name -> values picked ("none", "true", "false"); an option
+    # with values here is written in each variant's name and overrides the single setting above
+    grid: dict[str, list[str]] = field(default_factory=dict)
+    grid_limit: int = _DEFAULTS["grid_limit"]
     tags: str = ""
     note: str = ""
     # Only a worker with this GPU model / torch release claims the run (None: any).
@@ -78,6 +84,19 @@ class Validation:
     @property
     def ok(self) -> bool:
         return not self.errors and self.spec is not None
+
+
+def _expand_grid(req: RunRequest, variants: list[str], errors: dict[str, str]) -> list[str]:
+    """The compile variants crossed with the grid's option values (engine/grid.py); the
+    engine's validator then applies the grid-size limit and each config's rules."""
+    items = [f"{name}={','.join(values)}" for name, values in req.grid.items() if values]
+    if not items or "variants" in errors:
+        return variants
+    try:
+        return expand(variants, parse_options(items))
+    except GridError as exc:
+        errors["grid"] = str(exc)
+        return variants
 
 
 def parse_tags(text: str) -> tuple[list[str], str | None]:
@@ -225,6 +244,7 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
             else:
                 sweep = {"dim": dim.name, "values": values}
 
+    compile_variants = _expand_grid(req, compile_variants, errors)
     tags, tag_err = parse_tags(req.tags)
     if tag_err:
         errors["tags"] = tag_err
@@ -261,7 +281,14 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
         "step": req.step,
         "require_gpu": req.require_gpu or None,
         "require_torch": req.require_torch or None,
+        "grid_limit": req.grid_limit,
     }
+    if sweep and req.sweep_weights.strip():
+        try:
+            spec["shape_weights"] = [float(w) for w in req.sweep_weights.split(",") if w.strip()]
+        except ValueError:
+            return Validation(None, {"sweep": "Weights must be numbers like 6, 3, 1."},
+                              warnings, tags)
     if train:  # the optimizer options mean nothing to an inference run: left at their defaults
         spec.update(optimizer=req.optimizer, optimizer_impl=req.optimizer_impl, lr=req.lr,
                     autocast=req.autocast, accuracy_steps=req.accuracy_steps)

@@ -32,8 +32,10 @@ from engine import (  # noqa: E402
     accuracy,
     forensics,
     gates,
+    grid,
     losttime,
     roofline,
+    shape_mix,
     signals,
     startup,
 )
@@ -301,11 +303,8 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             elif train:
                 fn, is_eager = train.variant_step, False
             else:
-                kwargs: dict[str, Any] = {"backend": run.get("backend", "inductor"),
-                                          "dynamic": run.get("dynamic"),
-                                          "fullgraph": bool(run.get("fullgraph", False))}
-                if variant != "default":
-                    kwargs["mode"] = variant
+                # mode, dynamic, fullgraph and inductor options from the variant's name
+                kwargs: dict[str, Any] = grid.compile_kwargs(run, variant)
                 with clock.phase("compiler import"):  # torch.compile imports dynamo, as in
                     compiled = torch.compile(model, **kwargs)  # a user's script: untimed
                 fn, is_eager = (lambda: compiled(*inputs)), False  # noqa: E731
@@ -418,6 +417,13 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                             (lambda i: model(*i)) if is_eager else (lambda i: compiled(*i))),
                         timer=timer, capture=capture, budget=budget,
                         n_values=len(sweep["values"]), is_eager=is_eager))
+                if run.get("shape_weights"):  # engine/shape_mix.py: the sizes in their mix
+                    res["shape_mix"] = shape_mix.replay(
+                        sweep["values"], run["shape_weights"], int(run.get("mix_requests", 200)),
+                        int(run.get("seed", 0)),
+                        lambda v: build(run, {**dims, sweep["dim"]: int(v)}, device)[1],
+                        (lambda i: model(*i)) if is_eager else (lambda i: compiled(*i)),
+                        timer.wall_ms, signals.compile_count)
 
             stage = "profiling"
             progress("profiling", 0.85, force=True)

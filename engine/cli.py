@@ -98,6 +98,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dynamic", type=_dynamic, default=None, choices=[None, True, False],
                    metavar="{none,true,false}")
     r.add_argument("--fullgraph", action="store_true")
+    r.add_argument("--option", action="append", default=[], metavar="NAME=V1,V2",
+                   help="grid: repeatable, several values per compile option (dynamic=none,true;"
+                        " fullgraph=false,true; coordinate_descent_tuning=false,true; "
+                        "freezing=false,true), crossed with --variants into one run "
+                        "(engine/grid.py)")
+    r.add_argument("--weights", default=None, metavar="W1,W2,...",
+                   help="with a sweep: how often a service sees each swept size; each variant "
+                        "replays requests in that mix (engine/shape_mix.py)")
+    r.add_argument("--grid-limit", type=int, default=DEFAULTS["grid_limit"],
+                   help="refuse grids with more compiled variants than this (raise it to run a "
+                        "bigger grid)")
     r.add_argument("--warmup-calls", type=int, default=DEFAULTS["warmup_calls"])
     r.add_argument("--min-samples", type=int, default=DEFAULTS["min_samples"])
     r.add_argument("--min-time", type=float, default=DEFAULTS["min_time_s"], help="seconds")
@@ -256,6 +267,26 @@ def execute_here(db: Any, run_id: int, spec: dict[str, Any]) -> str:
     return status
 
 
+def _weights(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        return [float(w) for w in text.split(",") if w.strip()]
+    except ValueError:
+        raise UsageError(f"--weights expects numbers like 0.6,0.3,0.1, got {text!r}") from None
+
+
+def _grid_variants(args: argparse.Namespace) -> list[str]:
+    """--variants crossed with every --option's values (engine/grid.py)."""
+    from engine.grid import GridError, expand, parse_options
+
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    try:
+        return expand(variants, parse_options(args.option))
+    except GridError as e:
+        raise UsageError(str(e)) from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from storage.text import check_note, normalize_tags
 
@@ -266,7 +297,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     tags, note = normalize_tags(args.tag), check_note(args.note)
     raw = {
         "model": args.model, "dims": dims, "sweep": sweep, "dtype": args.dtype,
-        "device": args.device, "variants": [v.strip() for v in args.variants.split(",") if v],
+        "device": args.device, "variants": _grid_variants(args),
+        "grid_limit": args.grid_limit, "shape_weights": _weights(args.weights),
         "backend": args.backend, "dynamic": args.dynamic, "fullgraph": args.fullgraph,
         "warmup_calls": args.warmup_calls, "min_samples": args.min_samples,
         "min_time_s": args.min_time, "max_time_s": args.max_time, "pipeline_k": args.pipeline_k,
@@ -284,6 +316,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storage import open_database, queue
 
     db = open_database(args.db)
+    if args.option or len(spec["variants"]) > 2:
+        from engine.grid_plan import plan
+        from storage.history import process_seconds
+
+        # the count and an estimate before anything starts (engine/grid_plan.py)
+        print("grid: " + plan(spec, process_seconds(db, spec["model"], spec["device"])).text(),
+              file=sys.stderr)
     run_id = queue.enqueue_run(db, spec, tags=tags, note=note)
     if args.queue:
         print(run_id if args.json else f"queued run {run_id}")

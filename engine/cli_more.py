@@ -15,16 +15,17 @@ from engine.cli_history import (
     cmd_rerun,
 )
 from engine.gate_cli import add_gate_parser, cmd_gate
+from engine.recommend_cli import add_recommend_parser, cmd_recommend
 from engine.suite_cli import add_suite_parsers, cmd_suite
 
 COMMANDS = {"gate": cmd_gate, "export": cmd_export, "import": cmd_import, "rerun": cmd_rerun,
-            "baseline": cmd_baseline, "suite": cmd_suite}
+            "baseline": cmd_baseline, "suite": cmd_suite, "recommend": cmd_recommend}
 
 
 def add_parsers(sub: Any, run_id_type: Any) -> list[argparse.ArgumentParser]:
     """Add the commands; returns the parsers that take ``--db``."""
     return [add_gate_parser(sub), *add_history_parsers(sub, run_id_type),
-            *add_suite_parsers(sub)]
+            *add_suite_parsers(sub), add_recommend_parser(sub, run_id_type)]
 
 
 def dispatch(args: argparse.Namespace) -> int | None:

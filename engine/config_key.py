@@ -23,8 +23,14 @@ from typing import Any
 MEASUREMENT_OPTIONS = frozenset({
     "variants", "warmup_calls", "min_samples", "min_time_s", "max_time_s", "pipeline_k",
     "timeout_s", "profile", "warm_cache", "cross_check", "processes", "max_processes",
-    "target_halfwidth", "process_budget_s",
+    "target_halfwidth", "process_budget_s", "grid_limit", "mix_requests", "concurrency",
+    "startup", "require_gpu", "require_torch", "accuracy_steps", "accuracy_multiplier",
+    "accuracy_floor",
 })
+# Options added after config keys were first stored (pinned baselines): left out while at their
+# default, so the keys of runs that do not use them stay what they were.
+OMITTED_AT_DEFAULT = frozenset({"shape_weights", "step", "optimizer", "optimizer_impl", "lr",
+                                "autocast"})
 
 
 def config_of(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -32,8 +38,10 @@ def config_of(spec: Mapping[str, Any]) -> dict[str, Any]:
     that a spec stored before an option existed matches one that states the default."""
     from engine.contract import RunSpec
 
-    full = {**RunSpec.defaults(), **dict(spec)}
-    return {k: full[k] for k in sorted(full) if k not in MEASUREMENT_OPTIONS}
+    defaults = RunSpec.defaults()
+    full = {**defaults, **dict(spec)}
+    return {k: full[k] for k in sorted(full) if k not in MEASUREMENT_OPTIONS
+            and not (k in OMITTED_AT_DEFAULT and full[k] == defaults[k])}
 
 
 def config_key(spec: Mapping[str, Any]) -> str:

@@ -84,6 +84,14 @@ class RunSpec:
     # prefix of one ("2.11"). None: any worker with the device.
     require_gpu: str | None = None
     require_torch: str | None = None
+    # Grid runs (engine/grid.py): variants may carry a config ("default@dyn=1,fg=1"); a run
+    # refuses more compiled variants than this, so a mistyped grid does not book the GPU for a
+    # day. Raise it for a bigger grid (at most 63: a bundle holds 64 variants per run).
+    grid_limit: int = 16
+    # Shape distribution (engine/shape_mix.py): weights of the sweep's values, the mix of sizes
+    # a service sees; each variant then replays `mix_requests` requests drawn from it.
+    shape_weights: list[float] | None = None
+    mix_requests: int = 200
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -213,6 +221,9 @@ FIGURES: tuple[Figure, ...] = (
     _r("cudagraph_coverage", "json", None, "reduce-overhead / max-autotune: graphs captured "
        "and skipped (with inductor's reasons), share of the call inside captured graphs",
        column=False),
+    _r("shape_mix", "json", None, "spec shape_weights: requests replayed in the mix of sweep "
+       "sizes (engine/shape_mix.py): mean and per-size per-request ms, recompiles during the "
+       "replay", column=False),
     # ---- derived by engine/stats.py (the stats block)
     _s("median_ms", "float", "median ms/call",
        "geometric mean over processes of each process's per-call median"),

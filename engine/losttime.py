@@ -329,7 +329,9 @@ class LostTime:
     def result(self, res: dict[str, Any], run: dict[str, Any], variant: str) -> dict[str, Any]:
         if self.error:
             return {"lost_time": {"items": [], "error": self.error}}
-        cudagraphs = variant in CUDAGRAPH_MODES and run.get("backend", "inductor") == "inductor"
+        from engine.grid import mode_of
+
+        cudagraphs = mode_of(variant) in CUDAGRAPH_MODES and run.get("backend", "inductor") == "inductor"
         try:
             lost = account(self.timeline, self.frames, res.get("graph_breaks") or [],
                            wall_ms=res.get("wall_ms_per_call"), cuda=self.cuda,

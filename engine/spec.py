@@ -11,6 +11,7 @@ import math
 import os
 from typing import Any
 
+from engine import grid, shape_mix
 from engine.catalogue import CatalogueError, check_dim_value, get_model
 from engine.contract import RunSpec
 from engine.environment import PROJECT_ROOT
@@ -20,7 +21,7 @@ VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune
 # Training only: the same modes with the optimizer step compiled too (torch.compile on
 # ``opt.step``); "eager+opt" compiles the optimizer step alone. Beside the plain modes they show
 # what compiling the model buys and what compiling the optimizer adds.
-OPT_SUFFIX = "+opt"
+OPT_SUFFIX = grid.OPT_SUFFIX
 TRAIN_VARIANTS = tuple(v + OPT_SUFFIX for v in VARIANTS)
 ALL_VARIANTS = tuple(v for pair in zip(VARIANTS, TRAIN_VARIANTS, strict=True) for v in pair)
 STEPS = ("inference", "train")
@@ -181,13 +182,12 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     if not isinstance(raw_variants, list) or not all(isinstance(v, str) for v in raw_variants):
         raise SpecError(f"variants must be a list of names, got {_show(raw_variants)}", "variants")
     variants = list(dict.fromkeys(raw_variants))
-    bad = [_show(v) for v in variants if v not in ALL_VARIANTS]
-    if bad:
-        raise SpecError(f"unknown variant(s) {', '.join(bad[:5])}; choose from "
-                        f"{', '.join(ALL_VARIANTS)}", "variants")
+    configs = _check_variant_names(variants)
     if "eager" not in variants:
         variants.insert(0, "eager")  # every comparison needs the eager baseline
-    variants.sort(key=ALL_VARIANTS.index)
+        configs["eager"] = ("eager", {})
+    # by mode, the grid's own order kept within a mode (sort is stable)
+    variants.sort(key=lambda v: ALL_VARIANTS.index(configs[v][0]))
     spec["variants"] = variants
     backend = _text(spec, "backend")
     if not check_device and backend not in KNOWN_BACKENDS:
@@ -212,6 +212,13 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     _num(spec, "target_halfwidth", 0, 10)
     _num(spec, "process_budget_s", 0, 24 * 3600)
     _num(spec, "concurrency", 0, 64, integer=True)
+    _num(spec, "grid_limit", 1, grid.MAX_GRID_LIMIT, integer=True)
+    _num(spec, "mix_requests", 10, shape_mix.MAX_REQUESTS, integer=True)
+    try:
+        shape_mix.check(spec)  # weights of the sweep's sizes
+    except ValueError as e:
+        raise SpecError(one_line(e), "sweep") from None
+    _check_grid(spec, configs)
     if spec["max_processes"] < spec["processes"]:
         spec["max_processes"] = spec["processes"]  # asking for N processes means at least N
     if spec["max_time_s"] < spec["min_time_s"]:
@@ -232,9 +239,39 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     return spec
 
 
+def _check_variant_names(variants: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """{name: (base variant, grid config)} for every name, or SpecError (engine/grid.py)."""
+    configs = {}
+    for v in variants:
+        if len(v) > grid.MAX_NAME:
+            raise SpecError(f"variant name {_show(v)} is longer than {grid.MAX_NAME} "
+                            "characters", "variants")
+        try:
+            configs[v] = grid.parse_variant(v, ALL_VARIANTS)
+        except grid.GridError as e:
+            raise SpecError(one_line(e), "variants") from None
+    return configs
+
+
+def _check_grid(spec: dict[str, Any], configs: dict[str, tuple[str, dict[str, Any]]]) -> None:
+    """Each config's rules, and the grid-size limit the user can raise (``grid_limit``)."""
+    for base, config in configs.values():
+        try:
+            grid.check_config(base, config, backend=spec["backend"], step=spec["step"])
+        except grid.GridError as e:
+            raise SpecError(one_line(e), "variants") from None
+    n = grid.compiled_count(spec["variants"])
+    if n > spec["grid_limit"]:
+        raise SpecError(f"the grid has {n} compiled variants, more than the limit of "
+                        f"{spec['grid_limit']}: drop some option values, or raise the limit "
+                        f"(grid_limit, --grid-limit; at most {grid.MAX_GRID_LIMIT})", "variants")
+
+
 def split_variant(variant: str) -> tuple[str, bool]:
     """``"reduce-overhead+opt"`` -> ``("reduce-overhead", True)``: the model's compile mode
-    ("eager": not compiled) and whether the optimizer step is compiled too."""
+    ("eager": not compiled) and whether the optimizer step is compiled too.  A grid config
+    (``"default+opt@dyn=1"``, engine/grid.py) is not part of the mode."""
+    variant = variant.partition(grid.SEP)[0]
     if variant.endswith(OPT_SUFFIX):
         return variant[: -len(OPT_SUFFIX)], True
     return variant, False

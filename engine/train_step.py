@@ -45,7 +45,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils import _pytree as pytree
 
-from engine import accuracy
+from engine import accuracy, grid
 from engine.spec import split_variant
 
 LossFn = Callable[[Any], torch.Tensor]
@@ -225,11 +225,8 @@ class Training:
         self.is_eager = variant == "eager"
         base = {"backend": run.get("backend", "inductor")}
         model_kw = None
-        if mode != "eager":
-            model_kw = {**base, "dynamic": run.get("dynamic"),
-                        "fullgraph": bool(run.get("fullgraph", False))}
-            if mode != "default":
-                model_kw["mode"] = mode
+        if mode != "eager":  # mode, dynamic, fullgraph, inductor options (engine/grid.py)
+            model_kw = grid.compile_kwargs(run, variant)
         # the eager twin is built before the variant's copy is ever stepped: same start
         self.twin = None if self.is_eager else self._replica(copy.deepcopy(model), None, None)
         self.main = self._replica(model, model_kw, base if compile_opt else None)

@@ -15,19 +15,17 @@ same on tiny shapes (how it is tested without a GPU).
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.execute import execute_run  # noqa: E402
 from engine.report import format_run, run_json  # noqa: E402
 from engine.spec import normalise  # noqa: E402
-from storage import export_bundle, open_database, queries, queue  # noqa: E402
+from scripts.acceptance_common import common_parser, measure  # noqa: E402
+from storage import export_bundle, open_database, queries  # noqa: E402
 
 TAG = "forensics"
 CONFIGS = {  # model: (dims, dtype, variants)
@@ -91,13 +89,7 @@ def summary(db, run_ids: list[int]) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--db", default=os.environ.get("COMPILELAB_DB"))
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--only", default=",".join(CONFIGS), help="comma list of models")
-    ap.add_argument("--tiny", action="store_true", help="tiny shapes, fp32 (a CPU check)")
-    ap.add_argument("--backend", default="inductor")
-    ap.add_argument("--bundle", default=None, help="also export every forensics run here")
+    ap = common_parser(CONFIGS, "forensics")
     ap.add_argument("--table-only", action="store_true")
     args = ap.parse_args()
     db = open_database(args.db)
@@ -116,9 +108,7 @@ def main() -> int:
         spec = normalise({"model": model, "dims": dims, "dtype": dtype, "device": args.device,
                           "variants": variants, "backend": args.backend,
                           "startup": model != "graph_breaks", **budget}, check_device=True)
-        rid = queue.enqueue_run(db, spec, tags=[TAG, args.device])
-        queue.claim_run(db, rid, "forensics-acceptance")
-        execute_run(db, rid, spec, "forensics-acceptance", log=lambda m: print(m, flush=True))
+        rid = measure(db, spec, [TAG, args.device], "forensics-acceptance")
         run_ids.append(rid)
         print(format_run(db, rid), flush=True)
     print()

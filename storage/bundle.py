@@ -88,7 +88,8 @@ MAX_SHORT_TEXT = 512  # model, variant, dtype, device, dims keys, timer, ...
 MAX_TEXT = 100_000  # any other string inside free-form JSON
 MAX_DIMS = 64
 # Variant names are shown in verdicts (Markdown) and chart labels: identifiers only.
-VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,63}")
+# "@", "=" and "," for grid variants whose name encodes their config (engine/grid.py)
+VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+@=,-]{0,63}")
 
 _TOP_KEYS = {"format", "version", "exported_at", "runs"}
 _RUN_KEYS = {
@@ -367,7 +368,7 @@ def _check_variant(value: Any, path: str, budget: _Budget) -> None:
     _check_text(result["variant"], f"{path}.variant", 64, nullable=False, empty=False)
     if not VARIANT_NAME.fullmatch(result["variant"]):
         raise _fail(f"{path}.variant", f"{result['variant'][:64]!r} is not a variant name "
-                    "(letters, digits and _ . : + - only)")
+                    "(letters, digits and _ . : + - @ = , only)")
     if result["status"] not in VARIANT_STATUSES:
         raise _fail(f"{path}.status", f"{result['status']!r} is not one of {VARIANT_STATUSES}")
     failure_kind = result.get("failure_kind")

@@ -103,7 +103,7 @@ def test_runs_page_table_filters_and_selection(db):
     compare.click().run()
     no_exceptions(at)
     assert at.query_params["runs"] == f"{b},{a}"
-    assert plotly_count(at) == 9  # the compile-phases chart (issue 14) added one
+    assert plotly_count(at) == 11  # with the compile-phases chart (issue 14) and two Pareto charts (17)
 
 
 # --------------------------------------------------------------------------- new run page
@@ -234,7 +234,12 @@ def test_compare_renders_figures_verdicts_tables(db):
     no_exceptions(at)
     # the 8 compare figures + the forensics' compile phases (these results record phases; their
     # start-up strategies and lost time were not measured: titles with the reason instead)
-    assert plotly_count(at) == 9
+    # + the grid section's two Pareto figures
+    assert plotly_count(at) == 11
+    rec = texts(at.text)
+    assert "Runner-up:" in rec and "Answer changes:" in rec
+    assert {m.value.split("**")[1] for m in at.markdown if "Recommend:" in m.value} == {
+        f"#{a} Recommend: eager", f"#{b} Recommend: eager"}  # 1000 calls: never pays
     assert "start-up strategies not measured" in " ".join(c.value for c in at.caption)
     md = texts(at.markdown)
     assert "Ship reduce-overhead" in md

@@ -29,7 +29,7 @@ def test_valid_request_builds_contract_spec():
     assert set(s) == {"model", "dims", "sweep", "dtype", "device", "variants", "backend",
                       "dynamic", "fullgraph", "warmup_calls", "min_samples", "min_time_s",
                       "max_time_s", "pipeline_k", "timeout_s", "seed", "profile", "warm_cache",
-                      "step", "require_gpu", "require_torch"}
+                      "step", "require_gpu", "require_torch", "grid_limit"}
     assert s["require_gpu"] is None and s["require_torch"] is None
     assert v.tags == ["nightly", "h200"]
 

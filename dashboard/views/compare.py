@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data, forensics_view, mixing, people, report, safe, tables, widgets
+from dashboard import (
+    charts,
+    data,
+    forensics_view,
+    grid_view,
+    mixing,
+    people,
+    report,
+    safe,
+    tables,
+    widgets,
+)
 from dashboard.verdict import verdict_for_run
 
 st.title("Run / compare")
@@ -106,6 +117,7 @@ if charts.empty_message(figures["device_busy"]) is None:  # no note beside "no d
                "(reduce-overhead) is what closes that gap.")
 
 forensic_figures = forensics_view.render(variants)  # dashboard/forensics_view.py
+grid_figures = grid_view.render(variants, picked)  # dashboard/grid_view.py
 
 sweeps = d.get("sweep_points")
 sweep_figures = []
@@ -194,7 +206,7 @@ with s1:
     widgets.bundle_download(picked, key="export-compare")
 with s2:
     # the figures drawn above (building them again cost ~100 ms a rerun)
-    ordered = [fig for _, fig in figure_list] + forensic_figures + sweep_figures
+    ordered = [fig for _, fig in figure_list] + forensic_figures + grid_figures + sweep_figures
     st.download_button(
         "Download HTML report", key="html-report", on_click="ignore",
         icon=":material/description:", mime="text/html",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import auth, data, hardware, safe, widgets
+from dashboard.grid_form import grid_form
 from dashboard.spec import (
     AUTOCASTS,
     BACKENDS,
@@ -90,12 +91,17 @@ sweep_dim = st.selectbox(
     key=f"sweep-dim-{model.name}",
     help="Feed one compiled model several values of an input dim (batch, seq, …): shows "
          "latency per value and the recompiles a new shape triggers.")
-sweep_values = ""
+sweep_values = sweep_weights = ""
 if sweep_dim != "(no sweep)":
     d = model.dim(sweep_dim)
     sweep_values = st.text_input(
         f"Values of {sweep_dim} (comma-separated, range {d.range_text()})",
         key=f"sweep-values-{model.name}", placeholder="e.g. 32, 64, 128")
+    sweep_weights = st.text_input(
+        "How often a service sees each value (optional weights, comma-separated)",
+        key=f"sweep-weights-{model.name}", placeholder="e.g. 6, 3, 1",
+        help="Each variant then replays requests in this mix and reports the expected "
+             "per-request time with its recompile stalls (python -m engine recommend).")
 field_error("sweep")
 
 c1, c2 = st.columns(2)
@@ -175,6 +181,8 @@ with st.expander("Compile options"):
     dynamic_label = o2.selectbox("dynamic", list(DYNAMIC_CHOICES), key="dynamic",
                                  help="None: static first, dynamic after a shape change.")
     fullgraph = o3.checkbox("fullgraph (error on graph breaks)", key="fullgraph")
+grid_choice, grid_limit = grid_form()  # several values per option: a grid
+field_error("grid")
 
 with st.expander("Measurement budget"):
     m1, m2, m3 = st.columns(3)
@@ -218,7 +226,8 @@ request = RunRequest(
     warm_cache=warm_cache, step=step, optimizer=optimizer, optimizer_impl=optimizer_impl,
     lr=float(lr), autocast=autocast, accuracy_steps=int(accuracy_steps),
     sweep_dim=None if sweep_dim == "(no sweep)" else sweep_dim,
-    sweep_values=sweep_values, tags=tags, note=note, require_gpu=require_gpu,
+    sweep_values=sweep_values, sweep_weights=sweep_weights, tags=tags, note=note,
+    grid=grid_choice, grid_limit=grid_limit, require_gpu=require_gpu,
     require_torch=require_torch,
 )
 check = build_spec(request, model, devices, engine_check=data.engine_normalise)
@@ -226,6 +235,8 @@ for key, message in check.errors.items():
     (errors_at.get(key) or st).error(safe.md(message, 500), icon=":material/warning:")
 for w in check.warnings:
     st.caption(f"ℹ️ {safe.md(w, 500)}")
+if check.ok and len(check.spec["variants"]) > 2:  # the grid's size and cost before queuing
+    st.info(safe.md(data.grid_plan_text(check.spec), 500), icon=":material/grid_on:")
 
 if st.button("Queue run", type="primary", icon=":material/play_arrow:", key="submit"):
     if not auth.can_write():
