@@ -137,7 +137,7 @@ def test_the_shipped_h200_bundle_imports(target):
     assert json.loads(text)["version"] == 2
     new_ids = import_bundle(target, text)
     frames = load_runs(target, new_ids)
-    assert len(frames["runs"]) == len(new_ids) == 8
+    assert len(frames["runs"]) == len(new_ids) == 15
     assert set(frames["runs"]["gpu"]) == {"NVIDIA H200"}
     sweep = frames["sweep_points"]
     # the compiled sweep carries the paired eager median at every value
