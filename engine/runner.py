@@ -242,6 +242,9 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
     """Work through ``plan`` (which ``finish`` may extend) under ``engine.schedule``'s rules."""
     eta.start(pending_kind() or "eager")
     while True:
+        # Progress first: the caller's heartbeat is throttled, and a cancel check every tick
+        # (which beats without progress) would otherwise always take its turn.
+        report()
         alive = [j for j in plan if j.handle is not None and j.state not in ("done", "dropped")]
         if should_cancel():
             for j in alive:
@@ -299,7 +302,6 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
             elif action == "time" and j.handle.gates.open("time"):
                 j.state = "timing"
                 j.handle.parked(False)
-        report()
         timing = next((j for j in plan if j.state == "timing"), None)
         if timing is not None:
             timing.handle.wait(TICK_S * 5)  # an exiting child is noticed at once

@@ -194,7 +194,7 @@ def test_permalink_as_first_request_draws_the_comparison(server, browser, shots)
     base, (mlp, pointwise, *_), _ = server
     page = _page(browser, f"{base}/compare?runs={mlp},{pointwise}")
     page.get_by_role("button", name="Download HTML report").wait_for(timeout=WAIT_MS)
-    _charts_drawn(page, 8)
+    _charts_drawn(page, 11)  # with compile phases (issue 14) and two Pareto charts (17)
     _no_exceptions(page)
     _shot(page, shots, "h200-compare-mlp-pointwise")
     assert page.get_by_text(re.compile(r"Run #\d+ · mlp .* · cuda · NVIDIA H200")).count() == 1
@@ -238,7 +238,7 @@ def test_runs_permalink_restores_filters_and_selection(server, browser):
     assert page.get_by_text(re.compile(r"^\d+ of \d+ runs")).count() == 1
     button.click()
     page.wait_for_url(re.compile(rf"/compare\?runs={mlp}$"), timeout=WAIT_MS)
-    _charts_drawn(page, 8)
+    _charts_drawn(page, 11)
     _no_exceptions(page)
     page.close()
 
