@@ -208,7 +208,7 @@ def test_permalink_as_first_request_draws_the_comparison(server, browser, shots)
     with page.expect_download(timeout=60_000) as download:
         page.get_by_role("button", name="Download HTML report").click()
     html = Path(download.value.path()).read_text()
-    assert html.count('class="plotly-graph-div"') == 8
+    assert html.count('class="plotly-graph-div"') == 13  # the page's 11 and the forensics section's figures
     assert "NVIDIA H200" in html
     page.close()
 
@@ -356,7 +356,7 @@ def test_new_run_measured_by_the_worker_then_compare_share_export_import(
     done_link.click()
     page.wait_for_url(re.compile(rf"/compare\?runs={run_id}$"), timeout=WAIT_MS)
     page.get_by_role("button", name="Download HTML report").wait_for(timeout=WAIT_MS)
-    _charts_drawn(page, 5)
+    _charts_drawn(page, 7)  # with compile phases and the lost-time account (issue 14)
     _no_exceptions(page)
     titles = _chart_titles(page)
     assert "Speedup over eager per variant (×, 95% CI)" in titles
@@ -369,7 +369,7 @@ def test_new_run_measured_by_the_worker_then_compare_share_export_import(
     # Permalink: the same URL in a new page draws the same charts.
     again = _page(browser, page.url)
     again.get_by_role("button", name="Download HTML report").wait_for(timeout=WAIT_MS)
-    _charts_drawn(again, 5)
+    _charts_drawn(again, 7)
     _no_exceptions(again)
     assert _chart_titles(again) == titles
     _shot(again, shots, "e2e-5-permalink")
@@ -409,7 +409,7 @@ def test_new_run_measured_by_the_worker_then_compare_share_export_import(
     _shot(page, shots, "e2e-6-imported")
     page.get_by_role("link", name="Open the imported runs").click()
     page.wait_for_url(re.compile(rf"/compare\?runs={new_id}$"), timeout=WAIT_MS)
-    _charts_drawn(page, 5)
+    _charts_drawn(page, 7)
     _no_exceptions(page)
     assert _chart_titles(page) == titles
     assert page.get_by_text(re.compile(rf"Run #{new_id} · mlp \(batch=4, hidden=64\)")).count() >= 1
