@@ -153,6 +153,21 @@ BUILTIN: tuple[ModelInfo, ...] = (
         ),
     ),
     ModelInfo(
+        "llama_decode",
+        "Llama-style decoder with a static KV cache (gpt-fast style): one call = one decode "
+        "step; prefill, time to first token, per-token latency and tokens/s measured apart.",
+        f"{_M}.llama:build",
+        (
+            Dim("batch", 1, 1, 256, "sequences generated at once"),
+            Dim("prompt", 128, 1, 32768, "prompt tokens (prefill)"),
+            Dim("new_tokens", 128, 2, 32768, "tokens generated after the prompt"),
+            Dim("layers", 16, 1, 128),
+            Dim("hidden", 2048, 16, 16384),
+            Dim("heads", 32, 1, 256),
+        ),
+        tags=("decode",),
+    ),
+    ModelInfo(
         "bert_base",
         "BERT-base encoder built from its config (Hugging Face transformers, no weights download).",
         f"{_M}.real:bert_base",

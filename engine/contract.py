@@ -208,6 +208,14 @@ FIGURES: tuple[Figure, ...] = (
     _r("cudagraph_coverage", "json", None, "reduce-overhead / max-autotune: graphs captured "
        "and skipped (with inductor's reasons), share of the call inside captured graphs",
        column=False),
+    # ---- what was built, and token generation (engine/decode.py)
+    _r("arch", "json", None, "what was built: parameter count; registry and decode models: "
+       "the effective dims (hf: dims of 0 stand for the config's own)", column=False),
+    _r("decode", "json", None, "decode models (llama_decode): whole generations after the "
+       "timed decode step: ttft_ms, per_token_ms, tokens_per_s (prefill included), "
+       "decode_tokens_per_s, first_generation_ms, prefill_compiles, decode_recompiles, "
+       "recompiles_per_step (flag), and for compiled variants eager's figures from the same "
+       "process, the speedups, compile_s and break_even_tokens (null: never)", column=False),
     # ---- derived by engine/stats.py (the stats block)
     _s("median_ms", "float", "median ms/call",
        "geometric mean over processes of each process's per-call median"),

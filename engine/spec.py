@@ -220,6 +220,9 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     if spec["max_time_s"] < spec["min_time_s"]:
         raise SpecError("max_time_s must be >= min_time_s", "max_time_s")
     _check_step(spec)
+    if "decode" in info.tags and spec["step"] != "inference":
+        raise SpecError(f"{info.name} measures token generation (inference): use step "
+                        "'inference'", "step")
     if check_device:
         check_backend(backend)
         check_device_dtype(spec["device"], spec["dtype"])
