@@ -8,10 +8,10 @@ architecture's default config (``AutoConfig.for_model(ARCH)``, ``ARCH`` being th
 ``hidden`` and ``heads`` overridable, so a 7B shape and a tiny test shape are one command apart.
 
 This module is the catalogue's side: it describes a registry model (its dims, what to install)
-without importing the library or torch, so the dashboard and the validator stay light. The only
-things it imports a library for are ``check_exists`` (the CLI's check that the name is known)
-and ``search`` (the catalogue page's name search); the builders are in
-``engine/models/registry.py`` and run in the measuring child.
+without importing the library or torch, so the dashboard and the validator stay light. It
+imports a library only for ``search`` (the catalogue page's and the CLI's name search); the
+builders, and the CLI's check that a name exists (``registry.check``, through
+``engine.spec.normalise(check_factory=True)``), are in ``engine/models/registry.py``.
 
 Dims whose default is 0 mean "the model's own": the architecture's default config for ``hf:``
 (``layers``, ``hidden``, ``heads``), the model's default input size for ``timm:`` (``image``).
@@ -111,24 +111,10 @@ def model_info(name: str) -> ModelInfo:
                      requires=(reg.package,), source="registry")
 
 
-def check_exists(name: str) -> None:
-    """Does the library know this name? Imports the library (and torch): CLI side only."""
-    reg, arch = split(name) or (None, "")
-    if reg is None:
-        return
-    from engine.models import registry
-
-    if not registry.exists(reg.prefix, arch):
-        close = registry.names(reg.prefix, arch[:4], 8)
-        hint = f"; similar: {', '.join(close)}" if close else ""
-        raise CatalogueError(f"{reg.prefix} has no model {arch!r} (list them on the catalogue "
-                             f"page or with `python -m engine models --search {reg.prefix}:"
-                             f"{arch[:4]}`){hint}")
-
-
 def describe() -> list[dict[str, object]]:
     """The registries, for listings: prefix, whether installed here, what to install."""
-    return [{"prefix": r.prefix, "available": r.available(), "package": r.pip,
+    return [{"prefix": r.prefix, "arg": "ARCH" if r.prefix == "hf" else "NAME",
+             "available": r.available(), "package": r.pip,
              "what": r.what, "example": r.example,
              "dims": r.dims} for r in REGISTRIES.values()]
 

@@ -5,6 +5,7 @@ CLI's checks)."""
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import importlib.util
 from typing import Any
@@ -29,12 +30,14 @@ def _torchvision_if_installed() -> None:
 
 
 def _match(names: list[str], pattern: str, limit: int) -> list[str]:
-    """Case-insensitive glob when the pattern has one, else substring."""
+    """Case-insensitive glob when the pattern has one, else substring; names that start with
+    the pattern first (``vit_base`` before ``naflexvit_base``)."""
     p = pattern.strip().lower()
     if any(c in p for c in "*?["):
         hits = [n for n in names if fnmatch.fnmatchcase(n.lower(), p)]
     else:
         hits = [n for n in names if p in n.lower()]
+    hits.sort(key=lambda n: (not n.lower().startswith(p.strip("*?[")), n))
     return hits[:max(int(limit), 0)]
 
 
@@ -66,8 +69,9 @@ def check(name: str, dims: dict[str, int]) -> None:
     """The CLI's check before queuing: the name exists and, for ``hf:``, its config builds with
     these dims (no weights are made). Raises ValueError with a message for the user."""
     prefix, _, arch = name.partition(":")
-    if not exists(prefix, arch):
-        close = names(prefix, arch[:4], 8)
+    known = _all_names(prefix)
+    if arch not in set(known):
+        close = difflib.get_close_matches(arch, known, n=6, cutoff=0.6)
         raise ValueError(f"{prefix} has no model {arch!r}"
                          + (f"; similar: {', '.join(close)}" if close else ""))
     if prefix == "hf":
