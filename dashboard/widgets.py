@@ -17,6 +17,7 @@ PAGE_NEW = "views/new_run.py"
 PAGE_RUNS = "views/runs.py"
 PAGE_COMPARE = "views/compare.py"
 PAGE_SWEEP = "views/sweep.py"
+PAGE_MODELS = "views/models.py"
 ACTIVE = ("queued", "running")
 FINAL = ("done", "failed", "cancelled")
 START_WORKER = "`make run` (dashboard + worker) or, in another shell, `python -m engine worker`"
