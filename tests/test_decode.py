@@ -141,3 +141,36 @@ def test_report_lines_say_tokens_per_second_and_break_even():
     assert "4.70x" in text and "break-even 4,100 tokens" in text
     assert "default: TTFT - ms" in text and "break-even never" in text
     assert "max-autotune" not in text and decode_report.lines([{"variant": "x"}]) == []
+
+
+class _FakeCudaTensor:
+    """Duck-typed parameter on a CUDA device, for the size check without a GPU."""
+
+    def __init__(self, numel: int) -> None:
+        self.device, self._n = torch.device("cuda", 0), numel
+
+    def numel(self) -> int:
+        return self._n
+
+    def is_floating_point(self) -> bool:
+        return True
+
+
+def test_float64_reference_is_replaced_by_the_stated_tolerance_when_too_large(monkeypatch):
+    from engine import accuracy
+
+    class Big(nn.Module):
+        def parameters(self, recurse=True):  # 7 B float parameters: 56 GB in float64
+            return iter([_FakeCudaTensor(7_000_000_000)])
+
+        def buffers(self, recurse=True):
+            return iter([])
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (80 * 2**30, 141 * 2**30))
+    reason = accuracy.float64_too_large(Big())
+    assert reason and "52.2 GiB needed, 80.0 GiB free" in reason and "rtol" in reason
+    out = accuracy.check_inference(Big(), (), None, None, {"dtype": "bfloat16"})
+    assert out["reference_dtype"] is None and "too large" in out["accuracy"]["error"]
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (140 * 2**30, 141 * 2**30))
+    assert accuracy.float64_too_large(Big()) is None
+    assert accuracy.float64_too_large(nn.Linear(2, 2)) is None  # CPU: always run the reference
