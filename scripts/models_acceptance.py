@@ -30,15 +30,15 @@ the aot_eager backend on the CPU, to check the script itself.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # acceptance_db, also when imported by a test
+
+from acceptance_db import engine_run, merge, write_bundle  # noqa: E402
 
 TAG = "models-acceptance"
 DECODE_DIMS = ["batch=1", "prompt=128", "new_tokens=128", "layers=16", "hidden=2048", "heads=32"]
@@ -73,19 +73,10 @@ def run_once(group: str, variants: list[str], db: str, tiny: bool, timeout: floa
     args = TINY[group] if tiny else GROUPS[group]["args"]
     if tiny:  # aot_eager has only the default mode
         variants = ["default"]
-    cmd = [sys.executable, "-m", "engine", "run", *args,
-           "--variants", ",".join(["eager", *variants]), "--timeout", str(timeout),
-           "--db", db, "--json", "--tag", TAG, "--tag", f"{TAG}-{group}",
-           *(TINY_BUDGET if tiny else ["--device", "cuda", *GPU_BUDGET[group]])]
-    t0 = time.monotonic()
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if out.returncode not in (0, 1):  # 1: a variant failed, which is a result
-        sys.stderr.write(out.stderr[-4000:])
-        raise SystemExit(f"{group}: engine run exited {out.returncode}")
-    run_id = int(out.stdout.strip().splitlines()[-1])
-    print(f"== {group} {','.join(variants)}: run {run_id} in {time.monotonic() - t0:.0f} s",
-          flush=True)
-    return run_id
+    return engine_run([*args, "--variants", ",".join(["eager", *variants]), "--timeout",
+                       str(timeout), "--db", db, "--tag", TAG, "--tag", f"{TAG}-{group}",
+                       *(TINY_BUDGET if tiny else ["--device", "cuda", *GPU_BUDGET[group]])],
+                      f"{group} {','.join(variants)}")
 
 
 def _f(x: object, fmt: str) -> str:
@@ -167,26 +158,6 @@ def inference_table(runs: list[dict]) -> str:
     return "\n".join(["== registry models, inference (ms per call) =="] + _align(rows))
 
 
-def _finished(db: object) -> list[int]:
-    from storage import queries
-
-    runs = queries.list_runs(db, tag=TAG)
-    return [int(r) for r, st in zip(runs["run_id"], runs["status"], strict=True)
-            if st in ("done", "failed", "cancelled")]
-
-
-def merge(target: object, sources: list[str]) -> None:
-    """Copy every finished models-acceptance run of the other databases into ``target``."""
-    from storage import export_bundle, import_bundle, open_database
-
-    for url in sources:
-        src = open_database(url, create=False)
-        ids = _finished(src)
-        if ids:
-            new = import_bundle(target, export_bundle(src, ids))
-            print(f"merged {len(new)} run(s) from {url}")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--db", action="append", required=True,
@@ -202,11 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bundle", default=None, help="also write the runs as a bundle (JSON)")
     args = ap.parse_args(argv)
     from engine.report import format_run
-    from storage import export_bundle, open_database
+    from storage import open_database
 
     db = open_database(args.db[0])
     if args.table_only:
-        merge(db, args.db[1:])
+        merge(db, args.db[1:], TAG)
     else:
         for group in args.only or sorted(GROUPS):
             variants = args.variant.split(",") if args.variant else GROUPS[group]["variants"]
@@ -216,9 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     print(decode_table(runs))
     print(inference_table(runs))
     if args.bundle:
-        ids = _finished(db)
-        Path(args.bundle).write_text(json.dumps(export_bundle(db, ids)))
-        print(f"wrote {len(ids)} run(s) to {args.bundle}")
+        write_bundle(db, TAG, args.bundle)
     return 0
 
 
