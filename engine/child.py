@@ -33,6 +33,7 @@ from engine import (  # noqa: E402
     decode,
     forensics,
     gates,
+    hf_generate,
     losttime,
     roofline,
     signals,
@@ -431,6 +432,13 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                         timer, seed=int(run.get("seed", 0)),
                         first_call_ms=None if is_eager else warm[0],
                         progress=lambda f: progress("decoding", 0.8 + 0.05 * f))
+            if train is None and hf_generate.wanted(model):  # engine/hf_generate.py
+                stage = "generating"
+                capture.context = {"call_index": None, "phase": "generate"}
+                with clock.phase("decode"):
+                    res["hf_generate"] = hf_generate.measure(
+                        model, None if is_eager else kwargs, timer, seed=int(run.get("seed", 0)),
+                        progress=lambda f: progress("generating", 0.8 + 0.05 * f))
 
             stage = "profiling"
             progress("profiling", 0.85, force=True)

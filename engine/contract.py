@@ -216,6 +216,9 @@ FIGURES: tuple[Figure, ...] = (
        "decode_tokens_per_s, first_generation_ms, prefill_compiles, decode_recompiles, "
        "recompiles_per_step (flag), and for compiled variants eager's figures from the same "
        "process, the speedups, compile_s and break_even_tokens (null: never)", column=False),
+    _r("hf_generate", "json", None, "hf: decoder-only models with new_tokens > 0: the same "
+       "generation figures as decode, through transformers' generate() with its static cache "
+       "(engine/hf_generate.py); {error} where the installed version cannot", column=False),
     # ---- derived by engine/stats.py (the stats block)
     _s("median_ms", "float", "median ms/call",
        "geometric mean over processes of each process's per-call median"),

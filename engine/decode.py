@@ -102,6 +102,10 @@ def _summary(per_step: list[dict[str, Any]], loop: list[dict[str, Any]], batch: 
     }
 
 
+GenFn = Callable[[bool, bool], dict[str, Any]]
+"""``gen(per_step, watch_compiles)``: one whole generation, as ``generate`` returns it."""
+
+
 def measure(model: torch.nn.Module, step: Step, eager: Step | None, timer: Timer, *,
             seed: int, first_call_ms: float | None, repeats: int = 3,
             progress: Callable[[float], None] | None = None) -> dict[str, Any]:
@@ -116,26 +120,38 @@ def measure(model: torch.nn.Module, step: Step, eager: Step | None, timer: Timer
     prompt_ids = torch.randint(0, int(cfg.get("vocab", 32000)), (batch, prompt),
                                generator=gen).to(device)
 
+    def side(fn: Step) -> GenFn:
+        return lambda per_step, watch: generate(fn, prompt_ids, new_tokens, timer,
+                                                per_step=per_step, watch_compiles=watch)
+
+    return measure_generations(side(step), None if eager is None else side(eager),
+                               batch=batch, prompt=prompt, new_tokens=new_tokens,
+                               first_call_ms=first_call_ms, repeats=repeats, progress=progress)
+
+
+def measure_generations(variant: GenFn, eager: GenFn | None, *, batch: int, prompt: int,
+                        new_tokens: int, first_call_ms: float | None, repeats: int = 3,
+                        progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """Warm-up generations watched for compiles, then timed ones alternating with eager's
+    (module docstring); the figures and the derived speedups, compile cost and break-even."""
     t0 = time.perf_counter()
-    warm = [generate(step, prompt_ids, new_tokens, timer, per_step=True, watch_compiles=True)
-            for _ in range(WARMUP_GENERATIONS)]
+    warm = [variant(True, True) for _ in range(WARMUP_GENERATIONS)]
     warmup_s = time.perf_counter() - t0
     first = warm[0]
     sides: dict[str, dict[str, list[dict[str, Any]]]] = {"variant": {"per_step": [], "loop": []}}
-    fns: dict[str, Step] = {"variant": step}
+    fns: dict[str, GenFn] = {"variant": variant}
     if eager is not None:
         sides["eager"] = {"per_step": [], "loop": []}
         fns["eager"] = eager
         for _ in range(2):  # eager's own first generations (caches, allocator) are not timed
-            generate(eager, prompt_ids, new_tokens, timer, per_step=False)
+            eager(False, False)
     later_compiles = 0
     for r in range(repeats):
         order = list(fns) if r % 2 == 0 else list(fns)[::-1]  # alternate, as the rounds do
         for name in order:
             watch = name == "variant"
             for kind, per_step in (("per_step", True), ("loop", False)):
-                g = generate(fns[name], prompt_ids, new_tokens, timer, per_step=per_step,
-                             watch_compiles=watch)
+                g = fns[name](per_step, watch)
                 if watch:
                     later_compiles += g["prefill_compiles"] + len(g["compiled_steps"])
                 sides[name][kind].append(g)

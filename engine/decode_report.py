@@ -12,15 +12,26 @@ def _f(v: Any, fmt: str, none: str = "-") -> str:
     return none if not isinstance(v, (int, float)) or isinstance(v, bool) else fmt.format(v)
 
 
+PATHS = (("decode", "generation"),
+         ("hf_generate", "generation through transformers generate(), static cache"))
+
+
 def lines(rows: list[dict[str, Any]]) -> list[str]:
-    """Nothing for runs without decode figures."""
+    """Nothing for runs without generation figures."""
+    return [line for key, title in PATHS for line in _lines(rows, key, title)]
+
+
+def _lines(rows: list[dict[str, Any]], key: str, title: str) -> list[str]:
     out: list[str] = []
     for r in rows:
-        d = r.get("decode")
+        d = r.get(key)
         if not isinstance(d, dict):
             continue
-        if not out:
-            out.append(f"  generation (batch {d.get('batch')}, prompt {d.get('prompt')}, "
+        if d.get("error"):
+            out.append(f"  {title} [{r['variant']}]: not measured: {d['error']}")
+            continue
+        if not out or not out[0].startswith(f"  {title} ("):
+            out.insert(0, f"  {title} (batch {d.get('batch')}, prompt {d.get('prompt')}, "
                        f"{d.get('new_tokens')} new tokens, greedy; median of "
                        f"{d.get('repeats')} timed generations after "
                        f"{d.get('warmup_generations')} warm-up ones):")

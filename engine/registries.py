@@ -78,6 +78,8 @@ REGISTRIES: dict[str, Registry] = {
                 "scales with it)"),
             Dim("heads", 0, 0, 1024, "attention heads; 0: the config's own (key/value heads "
                 "keep their ratio)"),
+            Dim("new_tokens", 0, 0, 32768, "decoder-only models: also time generate() with its "
+                "static cache, this many tokens after a prompt of seq tokens; 0: no generation"),
         ),
     ),
 }

@@ -45,7 +45,8 @@ def _need_torchvision() -> None:
 def test_registry_names_go_through_the_validator_with_dims_filled():
     _need("transformers")
     spec = normalise({"model": "hf:gpt2", "dims": {"layers": 2}})
-    assert spec["dims"] == {"batch": 8, "seq": 128, "layers": 2, "hidden": 0, "heads": 0}
+    assert spec["dims"] == {"batch": 8, "seq": 128, "layers": 2, "hidden": 0, "heads": 0,
+                            "new_tokens": 0}
     assert get_model("hf:gpt2").source == "registry"
     # a worker (no user models allowed) runs registry models: they are not file references
     assert not is_reference("timm:resnet18") and not is_reference("hf:llama")
@@ -164,7 +165,7 @@ import json, sys
 from engine.child import Progress, measure
 r = measure(json.loads(sys.argv[1]), Progress(None))
 print(json.dumps({k: r.get(k) for k in ("status", "error", "arch", "correct", "accuracy_ok",
-                                        "samples_ms", "first_call_cold_s")}))
+                                        "samples_ms", "first_call_cold_s", "hf_generate")}))
 """
 
 
@@ -180,12 +181,27 @@ def _child(model: str, dims: dict[str, int]) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def test_child_measures_an_hf_model_compiled():
+def test_child_measures_an_hf_model_compiled_and_its_generate_path():
     _need("transformers")
-    out = _child("hf:llama", TINY_HF)
+    out = _child("hf:llama", {**TINY_HF, "new_tokens": 4})
     assert out["status"] == "ok", out["error"]
     assert out["correct"] and out["accuracy_ok"] and len(out["samples_ms"]) >= 3
     assert out["arch"]["class"] == "LlamaForCausalLM" and out["arch"]["layers"] == 1
+    g = out["hf_generate"]  # transformers generate() with its static cache, eager paired
+    assert "error" not in g, g
+    assert (g["batch"], g["prompt"], g["new_tokens"]) == (2, 8, 4)
+    assert g["ttft_ms"] > 0 and g["per_token_ms"] > 0 and g["eager"]["tokens_per_s"] > 0
+    assert g["prefill_compiles"] >= 1 and g["recompiles_per_step"] is False
+    assert g["tokens_per_s"] == pytest.approx(2 * 4 / (g["generation_ms"] / 1e3))
+
+
+def test_generate_path_needs_a_decoder_only_architecture():
+    _need("transformers")
+    with pytest.raises(SpecError, match="max_position_embeddings"):
+        normalise({"model": "hf:bert", "dims": {"seq": 500, "new_tokens": 20}},
+                  check_factory=True)  # the cache holds prompt + new tokens
+    with pytest.raises(ValueError, match="needs a decoder-only architecture"):
+        load_factory("hf:bert")(**{**TINY_HF, "heads": 2, "new_tokens": 3})
 
 
 def test_child_measures_a_timm_model_compiled():

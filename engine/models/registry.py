@@ -76,7 +76,7 @@ def check(name: str, dims: dict[str, int]) -> None:
                          + (f"; similar: {', '.join(close)}" if close else ""))
     if prefix == "hf":
         _hf_config(arch, dims.get("layers", 0), dims.get("hidden", 0), dims.get("heads", 0),
-                   dims.get("seq", 1))
+                   dims.get("seq", 1) + dims.get("new_tokens", 0))
 
 
 def build(name: str, **dims: int) -> tuple[nn.Module, tuple, Any]:
@@ -194,8 +194,8 @@ class _HFOutput(nn.Module):
 
 
 def _hf(arch: str, batch: int = 8, seq: int = 128, layers: int = 0, hidden: int = 0,
-        heads: int = 0):
-    config = _hf_config(arch, layers, hidden, heads, seq)
+        heads: int = 0, new_tokens: int = 0):
+    config = _hf_config(arch, layers, hidden, heads, seq + new_tokens)
     import transformers
     from transformers.models.auto import modeling_auto as ma
 
@@ -217,6 +217,12 @@ def _hf(arch: str, batch: int = 8, seq: int = 128, layers: int = 0, hidden: int 
         "heads": getattr(config, "num_attention_heads", None),
         "kv_heads": getattr(config, "num_key_value_heads", None), "vocab": vocab,
         "head": kind, "class": type(model.inner).__name__}
+    if new_tokens:  # engine/hf_generate.py: generate() with its static cache
+        if kind != "causal":
+            raise ValueError(f"hf:{arch}: new_tokens needs a decoder-only architecture (this "
+                             f"one runs as {kind})")
+        model.compilelab_hf_generate = {"batch": batch, "prompt": seq, "new_tokens": new_tokens,
+                                        "vocab": vocab}
     ids = torch.randint(0, vocab, (batch, seq))
     loss = cross_entropy(torch.randint(0, vocab, (batch, seq))) if kind in ("causal", "seq2seq") \
         else None  # encoders: train_step's default loss (MSE against a fixed random target)
