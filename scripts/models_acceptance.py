@@ -16,6 +16,7 @@ decode step and of the prefill take tens of seconds each, and every compiled var
     python scripts/models_acceptance.py --db sqlite:///$OUT/m.db --only decode --variant max-autotune   # optional
     python scripts/models_acceptance.py --db sqlite:///$OUT/m.db --only vit
     python scripts/models_acceptance.py --db sqlite:///$OUT/m.db --only gpt2
+    python scripts/models_acceptance.py --db sqlite:///$OUT/m.db --only hf_decode   # optional: HF generate()
 
 then, on any host with the databases (several --db are merged into the first):
 
@@ -51,6 +52,11 @@ GROUPS: dict[str, dict[str, list[str]]] = {
                      "--dtype", "bfloat16"], "variants": ["default", "reduce-overhead"]},
     "gpt2": {"args": ["--model", "hf:gpt2", "--dim", "batch=8", "--dim", "seq=128",
                       "--dtype", "bfloat16"], "variants": ["default", "reduce-overhead"]},
+    # optional: the same ~1B shape through transformers' own generate() and static cache
+    "hf_decode": {"args": ["--model", "hf:llama", "--dtype", "bfloat16",
+                           *[a for d in ("batch=1", "seq=128", "new_tokens=128", "layers=16",
+                                         "hidden=2048", "heads=32") for a in ("--dim", d)]],
+                  "variants": ["reduce-overhead"]},
 }
 TINY: dict[str, list[str]] = {
     "decode": ["--model", "llama_decode", "--dtype", "float32",
@@ -59,6 +65,9 @@ TINY: dict[str, list[str]] = {
     "vit": ["--model", "timm:test_vit", "--dim", "batch=2", "--dtype", "float32"],
     "gpt2": ["--model", "hf:gpt2", "--dim", "batch=2", "--dim", "seq=8", "--dim", "layers=1",
              "--dim", "hidden=32", "--dim", "heads=2", "--dtype", "float32"],
+    "hf_decode": ["--model", "hf:llama", "--dim", "batch=1", "--dim", "seq=8", "--dim",
+                  "new_tokens=4", "--dim", "layers=1", "--dim", "hidden=32", "--dim", "heads=4",
+                  "--dtype", "float32"],
 }
 TINY_BUDGET = ["--warmup-calls", "3", "--min-samples", "3", "--min-time", "0", "--max-time",
                "0.5", "--pipeline-k", "2", "--processes", "1", "--max-processes", "1",
@@ -66,7 +75,8 @@ TINY_BUDGET = ["--warmup-calls", "3", "--min-samples", "3", "--min-time", "0", "
 # Two processes per compiled variant (cold + one warm-cache) keep a decode command under 10
 # minutes: the cold one compiles the step and the prefill, then runs 3 + 2 x 3 generations of
 # each side; ViT-B and GPT-2 keep the default three.
-GPU_BUDGET = {"decode": ["--processes", "2", "--max-processes", "2"], "vit": [], "gpt2": []}
+GPU_BUDGET = {"decode": ["--processes", "2", "--max-processes", "2"], "vit": [], "gpt2": [],
+              "hf_decode": ["--processes", "2", "--max-processes", "2"]}
 
 
 def run_once(group: str, variants: list[str], db: str, tiny: bool, timeout: float) -> int:
@@ -106,20 +116,24 @@ def decode_table(runs: list[dict]) -> str:
             "params", "acc"]
     rows = [head]
     for run in runs:
+        generating = run["model"] == "llama_decode" or any(
+            isinstance(r.get("hf_generate"), dict) for r in run["variants"])
         for r in run["variants"]:
-            d = r.get("decode")
-            if not isinstance(d, dict):
-                if run["model"] == "llama_decode" and r.get("status") != "ok":
-                    rows.append([str(run["run_id"]), r["variant"],
-                                 f"FAILED {r.get('failure_kind')}: {str(r.get('error'))[:70]}",
-                                 *["-"] * (len(head) - 3)])
+            d = r.get("decode") or r.get("hf_generate")
+            if not generating:
+                continue
+            if not isinstance(d, dict) or d.get("error"):
+                why = (f"FAILED {r.get('failure_kind')}: {str(r.get('error'))[:70]}"
+                       if r.get("status") != "ok" else f"no generation: {(d or {}).get('error')}")
+                rows.append([str(run["run_id"]), r["variant"], why, *["-"] * (len(head) - 3)])
                 continue
             ci = ("1 (baseline)" if r["variant"] == "eager" else
                   f"{_f(r.get('speedup'), '.2f')}x [{_f(r.get('speedup_ci_low'), '.2f')},"
                   f"{_f(r.get('speedup_ci_high'), '.2f')}]")
             be = d.get("break_even_tokens")
             rows.append([
-                str(run["run_id"]), r["variant"], _f(d.get("ttft_ms"), ".2f"),
+                str(run["run_id"]) + ("" if isinstance(r.get("decode"), dict) else " hf"), r["variant"],
+                _f(d.get("ttft_ms"), ".2f"),
                 _f(d.get("per_token_ms"), ".3f"), _f(d.get("tokens_per_s"), ".1f"),
                 _f(d.get("decode_tokens_per_s"), ".1f"),
                 _f(d.get("tokens_per_s_speedup"), ".2f"), _f(d.get("ttft_speedup"), ".2f"),
@@ -129,8 +143,9 @@ def decode_table(runs: list[dict]) -> str:
                                                    else ""),
                 _f(r.get("median_ms"), ".3f"), ci,
                 _f((r.get("arch") or {}).get("parameters"), ",.0f"), str(r.get("accuracy_ok"))])
-    lines = ["== llama_decode: generation per variant (tokens/s include the prefill; x: vs "
-             "eager's generations in the same process; step: the timed decode step) =="]
+    lines = ["== generation per variant: llama_decode, and runs marked hf through transformers "
+             "generate() (tokens/s include the prefill; x: vs eager's generations in the same "
+             "process; step: the timed call) =="]
     return "\n".join(lines + _align(rows))
 
 
@@ -164,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="database URL; with --table-only, further --db are merged into the "
                          "first")
     ap.add_argument("--only", choices=sorted(GROUPS), action="append",
-                    help="group(s) to measure (default: all, which needs more than 10 minutes)")
+                    help="group(s) to measure (default: all but hf_decode, which needs more "
+                         "than 10 minutes)")
     ap.add_argument("--variant", default=None,
                     help="compiled variant(s), comma separated (default: default,reduce-overhead)")
     ap.add_argument("--timeout", type=float, default=540.0, help="seconds per variant child")
@@ -179,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.table_only:
         merge(db, args.db[1:], TAG)
     else:
-        for group in args.only or sorted(GROUPS):
+        for group in args.only or sorted(set(GROUPS) - {"hf_decode"}):
             variants = args.variant.split(",") if args.variant else GROUPS[group]["variants"]
             run_id = run_once(group, variants, args.db[0], args.tiny, args.timeout)
             print(format_run(db, run_id), flush=True)
