@@ -204,6 +204,7 @@ def test_generate_path_needs_a_decoder_only_architecture():
         load_factory("hf:bert")(**{**TINY_HF, "heads": 2, "new_tokens": 3})
 
 
+@pytest.mark.slow  # 16 s here, mostly importing timm and torchvision in a fresh process
 def test_child_measures_a_timm_model_compiled():
     _need_torchvision()
     _need("timm")
