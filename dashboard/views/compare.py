@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data, forensics_view, report, safe, tables, widgets
+from dashboard import (
+    charts,
+    data,
+    decode_view,
+    forensics_view,
+    report,
+    safe,
+    tables,
+    widgets,
+)
 from dashboard.verdict import verdict_for_run
 
 st.title("Run / compare")
@@ -103,6 +112,7 @@ if charts.empty_message(figures["device_busy"]) is None:  # no note beside "no d
                "(reduce-overhead) is what closes that gap.")
 
 forensic_figures = forensics_view.render(variants)  # dashboard/forensics_view.py
+decode_view.render(variants)  # dashboard/decode_view.py: token generation, when any
 
 sweeps = d.get("sweep_points")
 sweep_figures = []
