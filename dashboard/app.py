@@ -57,6 +57,7 @@ pages = [
     st.Page(widgets.PAGE_COMPARE, title="Run / compare", icon=":material/monitoring:",
             url_path="compare"),
     st.Page(widgets.PAGE_SWEEP, title="Sweep", icon=":material/show_chart:", url_path="sweep"),
+    st.Page(widgets.PAGE_MODELS, title="Models", icon=":material/search:", url_path="models"),
 ]
 # Navigation first, even before signing in (hidden then): the page and query params of a
 # permalink survive the password page, so signing in lands on the page the link named.

@@ -116,3 +116,49 @@ def load_catalogue() -> list[ModelChoice]:
     module = importlib.import_module("engine.catalogue")
     models = module.list_models()
     return [to_model_choice(m) for m in models]
+
+
+# --------------------------------------------------------------------------- catalogue page
+# Pure helpers for dashboard/views/models.py (testable without Streamlit), and the engine calls
+# behind its registry section.
+
+
+def dims_text(dims: tuple[DimChoice, ...]) -> str:
+    """``batch=8 [1…4096], layers=0 [0…512]``: one line for a table cell."""
+    return ", ".join(f"{d.name}={d.default:g} [{d.range_text()}]" for d in dims) or "(none)"
+
+
+def filter_models(models: list[ModelChoice], text: str) -> list[ModelChoice]:
+    """Models whose name or description contains ``text`` (case-insensitive; every word must
+    match, so "resnet small" finds resnet_small)."""
+    words = text.lower().split()
+    return [m for m in models
+            if all(w in f"{m.name} {m.description}".lower() for w in words)]
+
+
+def catalogue_rows(models: list[ModelChoice]) -> list[dict[str, str]]:
+    return [{"model": m.name, "source": m.source, "description": m.description,
+             "dims": dims_text(m.dims), "dtypes": ", ".join(m.dtypes)} for m in models]
+
+
+def load_registries() -> list[dict[str, Any]]:
+    """The registries (timm:NAME, torchvision:NAME, hf:ARCH) as table rows, with whether each
+    library is installed here and what to install when not. Imports no library."""
+    module = importlib.import_module("engine.registries")
+    return [{"registry": f"{r['prefix']}:{r['arg']}",
+             "installed": "yes" if r["available"] else f"no: pip install {r['package']}",
+             "what": r["what"], "example": r["example"],
+             "dims": dims_text(tuple(to_dim_choice(d) for d in r["dims"]))}
+            for r in module.describe()]
+
+
+def search_registries(text: str, limit: int = 100) -> list[str]:
+    """Registry model names matching ``text`` (imports the registries' libraries and torch:
+    callers cache it)."""
+    return list(importlib.import_module("engine.registries").search(text, limit))
+
+
+def load_model(name: str) -> ModelChoice:
+    """One model by name, registry names included (``engine.catalogue.get_model``; its
+    ``CatalogueError`` says what is wrong, e.g. the package to install)."""
+    return to_model_choice(importlib.import_module("engine.catalogue").get_model(name))

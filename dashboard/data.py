@@ -18,7 +18,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.catalogue import ModelChoice, load_catalogue
+from dashboard.catalogue import (
+    ModelChoice,
+    load_catalogue,
+    load_model,
+    load_registries,
+    search_registries,
+)
 
 LIST_TTL_S = 3
 LOAD_TTL_S = 2
@@ -90,6 +96,24 @@ def _catalogue(plugin_dir: str | None) -> list[ModelChoice]:  # ttl: new plugin 
 def catalogue() -> list[ModelChoice]:
     """Catalogue models (built-ins + operator plugins), cached per plugin folder."""
     return _catalogue(os.environ.get("COMPILELAB_PLUGIN_DIR"))
+
+
+@st.cache_resource(show_spinner=False, ttl=60)
+def registries() -> list[dict]:
+    """The model registries and whether their libraries are installed (no library imported)."""
+    return load_registries()
+
+
+@st.cache_data(show_spinner="Searching the registries (imports timm, torchvision, "
+               "transformers)…", ttl=3600, max_entries=200)
+def registry_search(text: str) -> list[str]:
+    return search_registries(text)
+
+
+@st.cache_resource(show_spinner=False, ttl=60, max_entries=200)
+def model_choice(name: str) -> ModelChoice:
+    """A model by name, registry names (``timm:vit_base_patch16_224``) included."""
+    return load_model(name)
 
 
 def engine_normalise(spec: dict) -> dict:

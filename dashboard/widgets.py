@@ -18,6 +18,7 @@ PAGE_NEW = "views/new_run.py"
 PAGE_RUNS = "views/runs.py"
 PAGE_COMPARE = "views/compare.py"
 PAGE_SWEEP = "views/sweep.py"
+PAGE_MODELS = "views/models.py"
 ACTIVE = ("queued", "running")
 FINAL = ("done", "failed", "cancelled")
 STATUS_ICON = {"queued": ":material/schedule:", "running": ":material/autorenew:",

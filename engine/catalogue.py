@@ -87,7 +87,7 @@ class ModelInfo:
 def check_dim_value(d: Dim, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise CatalogueError(f"dim {d.name} must be a whole number, got {value!r}")
-    if value <= 0:
+    if value <= 0 and not (value == 0 and d.min == 0):  # min 0: "0 = the model's own value"
         raise CatalogueError(f"dim {d.name} must be > 0, got {value}")
     if not d.min <= value <= d.max:
         raise CatalogueError(f"dim {d.name}={value} is out of range [{d.min}, {d.max}]")
@@ -151,6 +151,21 @@ BUILTIN: tuple[ModelInfo, ...] = (
             Dim("hidden", 256, 16, 8192),
             Dim("heads", 4, 1, 64),
         ),
+    ),
+    ModelInfo(
+        "llama_decode",
+        "Llama-style decoder with a static KV cache (gpt-fast style): one call = one decode "
+        "step; prefill, time to first token, per-token latency and tokens/s measured apart.",
+        f"{_M}.llama:build",
+        (
+            Dim("batch", 1, 1, 256, "sequences generated at once"),
+            Dim("prompt", 128, 1, 32768, "prompt tokens (prefill)"),
+            Dim("new_tokens", 128, 2, 32768, "tokens generated after the prompt"),
+            Dim("layers", 16, 1, 128),
+            Dim("hidden", 2048, 16, 16384),
+            Dim("heads", 32, 1, 256),
+        ),
+        tags=("decode",),
     ),
     ModelInfo(
         "bert_base",
@@ -223,8 +238,9 @@ def list_models(include_unavailable: bool = False) -> list[ModelInfo]:
 
 
 def get_model(name: str) -> ModelInfo:
-    """Resolve a catalogue name, ``plugin:NAME``, or a user reference ``file.py:fn`` /
-    ``pkg.mod:fn`` (the last two are for the CLI and the operator only)."""
+    """Resolve a catalogue name, ``plugin:NAME``, a registry model (``timm:NAME``,
+    ``torchvision:NAME``, ``hf:ARCH``: those prefixes are reserved), or a user reference
+    ``file.py:fn`` / ``pkg.mod:fn`` (the last two are for the CLI and the operator only)."""
     for m in list_models(include_unavailable=True):
         if m.name == name:
             if not m.available():
@@ -232,6 +248,10 @@ def get_model(name: str) -> ModelInfo:
             return m
     if name.startswith("plugin:"):
         raise CatalogueError(f"no plugin model {name!r} in ${PLUGIN_ENV}")
+    from engine import registries  # timm:NAME, torchvision:NAME, hf:ARCH (engine/registries.py)
+
+    if registries.is_registry_name(name):
+        return registries.model_info(name)
     if ":" in name:
         return _user_model(name)
     known = ", ".join(m.name for m in list_models())
@@ -257,6 +277,14 @@ def _user_model(ref: str) -> ModelInfo:
 def load_factory(ref: str) -> Callable[..., Any]:
     """Import ``module:function`` or ``/path/file.py:function``; imported only in the child or
     while validating a CLI request, never in the dashboard."""
+    from engine import registries
+
+    if registries.is_registry_name(ref):  # the factory of a registry model is its name
+        import functools
+
+        from engine.models import registry
+
+        return functools.partial(registry.build, ref)
     target, _, fn = ref.rpartition(":")
     if target.endswith(".py"):
         spec = importlib.util.spec_from_file_location(f"compilelab_user_{Path(target).stem}", target)

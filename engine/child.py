@@ -30,9 +30,11 @@ from torch.utils import _pytree as pytree  # noqa: E402
 
 from engine import (  # noqa: E402
     accuracy,
+    decode,
     forensics,
     gates,
     grid,
+    hf_generate,
     losttime,
     roofline,
     shape_mix,
@@ -41,6 +43,7 @@ from engine import (  # noqa: E402
 )
 from engine.catalogue import get_model, load_factory  # noqa: E402
 from engine.hostload import HostLoad, settle_compile_workers  # noqa: E402
+from engine.models.registry import arch_figures  # noqa: E402
 from engine.timing import Timer  # noqa: E402
 
 _T_IMPORTED = time.perf_counter()  # python, torch and the engine imported
@@ -290,6 +293,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 train = Training(run, variant, model, inputs, loss_fn, device)
         with clock.phase("environment"):
             res["environment"] = environment(device)
+            res["arch"] = arch_figures(model)
         with torch.no_grad() if train is None else contextlib.nullcontext():
             eager = train.eager_step if train else lambda: model(*inputs)  # noqa: E731
             with clock.phase("eager reference"):
@@ -424,6 +428,23 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                         lambda v: build(run, {**dims, sweep["dim"]: int(v)}, device)[1],
                         (lambda i: model(*i)) if is_eager else (lambda i: compiled(*i)),
                         timer.wall_ms, signals.compile_count)
+
+            if train is None and decode.is_decode_model(model):  # engine/decode.py
+                stage = "decoding"
+                capture.context = {"call_index": None, "phase": "decode"}
+                with clock.phase("decode"):
+                    res["decode"] = decode.measure(
+                        model, model if is_eager else compiled, None if is_eager else model,
+                        timer, seed=int(run.get("seed", 0)),
+                        first_call_ms=None if is_eager else warm[0],
+                        progress=lambda f: progress("decoding", 0.8 + 0.05 * f))
+            if train is None and hf_generate.wanted(model):  # engine/hf_generate.py
+                stage = "generating"
+                capture.context = {"call_index": None, "phase": "generate"}
+                with clock.phase("decode"):
+                    res["hf_generate"] = hf_generate.measure(
+                        model, None if is_eager else kwargs, timer, seed=int(run.get("seed", 0)),
+                        progress=lambda f: progress("generating", 0.8 + 0.05 * f))
 
             stage = "profiling"
             progress("profiling", 0.85, force=True)

@@ -17,7 +17,7 @@ import signal
 import sys
 from typing import Any
 
-from engine.catalogue import CatalogueError, list_models
+from engine.catalogue import CatalogueError
 from engine.spec import (
     ALL_VARIANTS,
     AUTOCASTS,
@@ -82,11 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine",
                                 description="Measure torch.compile against eager, truthfully.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("models", help="list the model catalogue with dims, ranges and dtypes")
+    from engine import cli_models
+
+    cli_models.add_parser(sub)
 
     r = sub.add_parser("run", help="benchmark a model: eager vs compile variants")
     r.add_argument("--model", required=True,
-                   help="catalogue name, plugin:NAME, path/file.py:factory or pkg.mod:factory")
+                   help="catalogue name, plugin:NAME, timm:NAME, torchvision:NAME, hf:ARCH, "
+                        "path/file.py:factory or pkg.mod:factory")
     r.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                    help="repeatable; a sweep as NAME=1,8,32")
     r.add_argument("--dtype", default=DEFAULTS["dtype"])
@@ -190,13 +193,6 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--db", default=None,
                         help="database URL (default: $COMPILELAB_DB or sqlite:///compilelab.db)")
     return p
-
-
-def cmd_models() -> int:
-    for m in list_models():
-        dims = ", ".join(f"{d.name}={d.default} [{d.min}..{d.max}]" for d in m.dims) or "(none)"
-        print(f"{m.name:18s} {m.description}\n{'':18s} dims: {dims}; dtypes: {', '.join(m.dtypes)}")
-    return 0
 
 
 class ProgressLine:
@@ -369,7 +365,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.cmd == "models":
-            return cmd_models()
+            from engine import cli_models
+
+            return cli_models.run(args)
         if args.cmd == "run":
             return cmd_run(args)
         if args.cmd == "show":

@@ -224,6 +224,17 @@ FIGURES: tuple[Figure, ...] = (
     _r("shape_mix", "json", None, "spec shape_weights: requests replayed in the mix of sweep "
        "sizes (engine/shape_mix.py): mean and per-size per-request ms, recompiles during the "
        "replay", column=False),
+    # ---- what was built, and token generation (engine/decode.py)
+    _r("arch", "json", None, "what was built: parameter count; registry and decode models: "
+       "the effective dims (hf: dims of 0 stand for the config's own)", column=False),
+    _r("decode", "json", None, "decode models (llama_decode): whole generations after the "
+       "timed decode step: ttft_ms, per_token_ms, tokens_per_s (prefill included), "
+       "decode_tokens_per_s, first_generation_ms, prefill_compiles, decode_recompiles, "
+       "recompiles_per_step (flag), and for compiled variants eager's figures from the same "
+       "process, the speedups, compile_s and break_even_tokens (null: never)", column=False),
+    _r("hf_generate", "json", None, "hf: decoder-only models with new_tokens > 0: the same "
+       "generation figures as decode, through transformers' generate() with its static cache "
+       "(engine/hf_generate.py); {error} where the installed version cannot", column=False),
     # ---- derived by engine/stats.py (the stats block)
     _s("median_ms", "float", "median ms/call",
        "geometric mean over processes of each process's per-call median"),

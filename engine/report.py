@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine import forensics_report
+from engine import decode_report, forensics_report
 from engine.hostload import BUSY_HOST_CORES
 from engine.verdict import decide
 
@@ -149,6 +149,7 @@ def format_run(db: Any, run_id: int) -> str:
                 at = f" at {rc['dim_value']:g}" if not _blank(rc.get("dim_value")) else ""
                 lines.append(f"  recompile [{r['variant']}]{at}: {rc['reason']}")
         lines += forensics_report.lines(rows)
+        lines += decode_report.lines(rows)
         lines.append(where_time_went(run))
         lines.append("Verdict:")
         lines += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]

@@ -95,8 +95,11 @@ def user_models_allowed_by_env() -> bool:
 
 def is_reference(model: str) -> bool:
     """``path/file.py:factory`` or ``pkg.mod:factory``: code named by the spec itself, as opposed
-    to a catalogue name or ``plugin:NAME`` (code the operator put in the plugin folder)."""
-    return ":" in model and not model.startswith("plugin:")
+    to a catalogue name, ``plugin:NAME`` (code the operator put in the plugin folder) or a
+    registry model (``timm:NAME``, ``torchvision:NAME``, ``hf:ARCH``: a library's own model)."""
+    from engine.registries import is_registry_name
+
+    return ":" in model and not model.startswith("plugin:") and not is_registry_name(model)
 
 
 def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = False,
@@ -231,10 +234,15 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
             raise SpecError(f"{key} must be at most {limit} characters", key)
         else:
             _text(spec, key)
+    if "decode" in info.tags and spec["step"] != "inference":
+        raise SpecError(f"{info.name} measures token generation (inference): use step "
+                        "'inference'", "step")
     if check_device:
         check_backend(backend)
         check_device_dtype(spec["device"], spec["dtype"])
-    if check_factory and info.source != "builtin":
+    if check_factory and info.source == "registry":
+        check_registry_model(model, spec["dims"])
+    elif check_factory and info.source != "builtin":
         check_user_factory(info.factory, spec["dims"])
     return spec
 
@@ -339,6 +347,17 @@ def check_device_dtype(device: str, dtype: str) -> None:
         (t @ t).sum().item()
     except Exception as e:
         raise SpecError(f"device {device} cannot run {dtype}: {e}", "dtype") from None
+
+
+def check_registry_model(name: str, dims: dict[str, int]) -> None:
+    """Does the library know this model, and (``hf:``) does its config take these dims? Imports
+    the library but builds no weights, so a 7B shape is checked in a second."""
+    from engine.models import registry
+
+    try:
+        registry.check(name, dims)
+    except Exception as e:  # the library's own words, on one line
+        raise SpecError(one_line(e, 400), "model") from None
 
 
 def check_user_factory(ref: str, dims: dict[str, int], timeout_s: float = 600.0) -> None:

@@ -24,15 +24,15 @@ user's would. ``--tiny`` shrinks the shapes and budgets for a CPU check of the s
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # acceptance_db, also when imported by a test
+
+from acceptance_db import engine_run, merge, write_bundle  # noqa: E402
 
 TAG = "train-acceptance"
 VARIANTS = ("default", "reduce-overhead", "default+opt")
@@ -58,19 +58,11 @@ TINY_BUDGET = ["--warmup-calls", "3", "--min-samples", "3", "--min-time", "0", "
 def run_once(model: str, variants: list[str], db: str, device: str, tiny: bool,
              backend: str, timeout: float) -> int:
     args = (TINY if tiny else MODELS)[model]
-    cmd = [sys.executable, "-m", "engine", "run", *args, "--step", "train", "--optimizer",
-           "adamw", "--variants", ",".join(["eager", *variants]), "--device", device,
-           "--backend", backend, "--timeout", str(timeout), "--db", db, "--json",
-           "--tag", TAG, "--tag", f"{TAG}-{model}", *(TINY_BUDGET if tiny else [])]
-    t0 = time.monotonic()
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if out.returncode not in (0, 1):  # 1: a variant failed, which is a result
-        sys.stderr.write(out.stderr[-4000:])
-        raise SystemExit(f"{model}: engine run exited {out.returncode}")
-    run_id = int(out.stdout.strip().splitlines()[-1])
-    print(f"== {model} {','.join(variants)}: run {run_id} in {time.monotonic() - t0:.0f} s",
-          flush=True)
-    return run_id
+    return engine_run([*args, "--step", "train", "--optimizer", "adamw", "--variants",
+                       ",".join(["eager", *variants]), "--device", device, "--backend", backend,
+                       "--timeout", str(timeout), "--db", db, "--tag", TAG, "--tag",
+                       f"{TAG}-{model}", *(TINY_BUDGET if tiny else [])],
+                      f"{model} {','.join(variants)}")
 
 
 def _f(x: object, fmt: str) -> str:
@@ -118,26 +110,6 @@ def table(db: object) -> str:
     return "\n".join(lines)
 
 
-def _finished(db: object) -> list[int]:
-    from storage import queries
-
-    runs = queries.list_runs(db, tag=TAG)
-    return [int(r) for r, st in zip(runs["run_id"], runs["status"], strict=True)
-            if st in ("done", "failed", "cancelled")]
-
-
-def merge(target: object, sources: list[str]) -> None:
-    """Copy every finished train-acceptance run of the other databases into ``target``."""
-    from storage import export_bundle, import_bundle, open_database
-
-    for url in sources:
-        src = open_database(url, create=False)
-        ids = _finished(src)
-        if ids:
-            new = import_bundle(target, export_bundle(src, ids))
-            print(f"merged {len(new)} run(s) from {url}")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--db", action="append", required=True,
@@ -154,11 +126,11 @@ def main() -> int:
     ap.add_argument("--bundle", default=None, help="also write the runs as a bundle (JSON)")
     args = ap.parse_args()
     from engine.report import format_run
-    from storage import export_bundle, open_database
+    from storage import open_database
 
     db = open_database(args.db[0])
     if args.table_only:
-        merge(db, args.db[1:])
+        merge(db, args.db[1:], TAG)
     else:
         variants = list(VARIANTS) if args.variant == "all" else args.variant.split(",")
         for model in args.model or sorted(MODELS):
@@ -167,9 +139,7 @@ def main() -> int:
             print(format_run(db, run_id), flush=True)
     print(table(db))
     if args.bundle:
-        ids = _finished(db)
-        Path(args.bundle).write_text(json.dumps(export_bundle(db, ids)))
-        print(f"wrote {len(ids)} run(s) to {args.bundle}")
+        write_bundle(db, TAG, args.bundle)
     return 0
 
 

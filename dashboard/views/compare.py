@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import (
     charts,
     data,
+    decode_view,
     forensics_view,
     grid_view,
     mixing,
@@ -118,6 +119,7 @@ if charts.empty_message(figures["device_busy"]) is None:  # no note beside "no d
 
 forensic_figures = forensics_view.render(variants)  # dashboard/forensics_view.py
 grid_figures = grid_view.render(variants, picked)  # dashboard/grid_view.py
+decode_view.render(variants)  # dashboard/decode_view.py: token generation, when any
 
 sweeps = d.get("sweep_points")
 sweep_figures = []

@@ -55,13 +55,19 @@ else:
     widgets.worker_banner()
 
 by_name = {m.name: m for m in models}
-names = list(by_name)
 wanted = st.query_params.get("model")
+if wanted and wanted not in by_name:  # a registry model picked on the Models page
+    try:
+        by_name[wanted] = data.model_choice(wanted)
+    except Exception as exc:  # noqa: BLE001 - e.g. the package to install
+        st.warning(f"Model {safe.md(wanted, 200)}: {safe.md(exc, 500)}")
+names = list(by_name)
 model_name = st.selectbox(
     "Model", names, index=names.index(wanted) if wanted in by_name else 0, key="model",
     format_func=lambda n: (f"{n} — {by_name[n].description}"
                            + (" (operator plugin)" if by_name[n].source == "plugin" else "")),
-    help="Built-in models, plus the operator's plugin folder (`COMPILELAB_PLUGIN_DIR`).")
+    help="Built-in models, plus the operator's plugin folder (`COMPILELAB_PLUGIN_DIR`); "
+         "timm, torchvision and Hugging Face models by name: find them on the Models page.")
 widgets.set_param("model", model_name)
 model = by_name[model_name]
 errors_at = {}  # field key -> st.empty() beside that field

@@ -1,0 +1,57 @@
+"""The compare page's "Token generation" section, for runs that generate tokens (llama_decode,
+and hf: models run with new_tokens > 0 through transformers generate()): per variant time to
+first token, per-token latency, tokens/s, the speedups over eager measured in the same process,
+compile cost and break-even in tokens, and a warning when decoding recompiles per step.
+``generation_table`` is a pure function of the variants DataFrame."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import safe
+
+PATHS = (("decode", "static-cache decoder"), ("hf_generate", "transformers generate()"))
+
+
+def generation_table(variants: pd.DataFrame) -> pd.DataFrame:
+    """One row per (run, variant, path) with generation figures; empty when there are none."""
+    rows = []
+    for _, r in variants.iterrows():
+        for key, path in PATHS:
+            d = r.get(key) if key in variants.columns else None
+            if not isinstance(d, dict) or d.get("error"):
+                continue
+            compiled = isinstance(d.get("eager"), dict)
+            rows.append({
+                "run_id": r["run_id"], "variant": r["variant"], "path": path,
+                "batch": d.get("batch"), "prompt": d.get("prompt"),
+                "new_tokens": d.get("new_tokens"), "ttft_ms": d.get("ttft_ms"),
+                "ms_per_token": d.get("per_token_ms"), "tokens_per_s": d.get("tokens_per_s"),
+                "decode_tokens_per_s": d.get("decode_tokens_per_s"),
+                "tokens_per_s_vs_eager_x": d.get("tokens_per_s_speedup"),
+                "ttft_vs_eager_x": d.get("ttft_speedup"), "compile_s": d.get("compile_s"),
+                "break_even_tokens": (("never" if d.get("break_even_tokens") is None
+                                       else f"{d['break_even_tokens']:,.0f}") if compiled
+                                      else "-"),
+                "recompiles_per_step": bool(d.get("recompiles_per_step"))})
+    return pd.DataFrame(rows)
+
+
+def render(variants: pd.DataFrame) -> None:
+    """Draw the section when any variant generated tokens."""
+    table = generation_table(variants)
+    if table.empty:
+        return
+    st.header("Token generation", anchor="generation")
+    st.caption("Whole greedy generations after the timed call, in each variant's own process: "
+               "time to first token (prefill), per-token latency (synchronised per step), "
+               "tokens/s (batch × new tokens ÷ the generation, prefill included; decoding "
+               "alone beside it). A compiled variant also ran eager's generations in its process, "
+               "alternating: the ×-columns are paired. Break-even counts generated tokens until "
+               "the compile cost is repaid.")
+    st.dataframe(safe.frame(table), hide_index=True, key="generation-table")
+    for _, r in table[table["recompiles_per_step"]].iterrows():
+        st.warning(safe.md(f"#{r['run_id']} {r['variant']}: decoding recompiled per step: the "
+                           "compiled step is not one graph (a Python int position or a growing "
+                           "cache?)", 500))

@@ -1,0 +1,47 @@
+"""Models: the catalogue and the registries (timm, torchvision, Hugging Face), searchable; a
+model found here opens New run with it chosen. Logic in dashboard/catalogue.py."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import catalogue, data, safe, widgets
+
+st.title("Models")
+st.caption("What this machine can measure: the built-in catalogue, the operator's plugins, and "
+           "any model of an installed registry by name (random weights, no download).")
+
+text = st.text_input("Search", value=st.query_params.get("q", ""), key="models-q",
+                     max_chars=100, placeholder="e.g. vit, resnet, llama, timm:vit_b*, hf:gpt",
+                     help="Names and descriptions of the catalogue; names of the registries. "
+                          "A prefix (timm:, torchvision:, hf:) searches that registry only.")
+text = text.strip()
+widgets.set_param("q", text)
+
+try:
+    models = data.catalogue()
+except Exception as exc:  # noqa: BLE001 - the engine's own message is the most useful
+    st.error(f"Cannot load the model catalogue (engine.catalogue): {safe.md(exc, 500)}")
+    st.stop()
+
+st.subheader("Catalogue")
+shown = catalogue.filter_models(models, text) if ":" not in text else []
+if shown:
+    st.dataframe(catalogue.catalogue_rows(shown), hide_index=True, width="stretch")
+else:
+    st.caption("No catalogue model matches.")
+
+st.subheader("Registries")
+st.dataframe(data.registries(), hide_index=True, width="stretch")
+if text:
+    try:
+        found = data.registry_search(text)
+    except Exception as exc:  # noqa: BLE001 - a library that fails to import says why
+        st.error(f"Registry search failed: {safe.md(exc, 500)}")
+        found = []
+    st.caption(f"{len(found)} registry model(s) match" + (" (first 100)" if len(found) >= 100
+                                                          else "") + ".")
+    if found:
+        picked = st.selectbox("Registry model", found, key="models-pick")
+        st.page_link(widgets.PAGE_NEW, label=f"New run with {picked}",
+                     icon=":material/play_arrow:", query_params={"model": picked})

@@ -1,0 +1,99 @@
+"""The Models page (dashboard/views/models.py): catalogue and registries, searchable; a registry
+model opens New run with it chosen. Helpers in dashboard/catalogue.py tested without Streamlit."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from test_dashboard_app import app, no_exceptions, texts
+
+from dashboard import catalogue
+
+
+@pytest.fixture
+def db(app_db):
+    return app_db  # tests/conftest.py
+
+
+def test_filter_and_rows_are_plain_text():
+    models = catalogue.load_catalogue()
+    assert [m.name for m in catalogue.filter_models(models, "RESNET small")] == ["resnet_small"]
+    assert "llama_decode" in [m.name for m in catalogue.filter_models(models, "kv cache")]
+    assert catalogue.filter_models(models, "no such model anywhere") == []
+    row = catalogue.catalogue_rows([m for m in models if m.name == "mlp"])[0]
+    assert row["dims"] == "batch=32 [1…65536], hidden=1024 [8…16384]"
+    regs = {r["registry"]: r for r in catalogue.load_registries()}
+    assert set(regs) == {"timm:NAME", "torchvision:NAME", "hf:ARCH"}
+    assert "layers=0 [0…512]" in regs["hf:ARCH"]["dims"]
+
+
+def test_models_page_lists_catalogue_and_registries(db):
+    at = app("models")
+    no_exceptions(at)
+    assert at.title[0].value == "Models"
+    frames = at.dataframe
+    assert len(frames) == 2  # catalogue, registries
+    assert "llama_decode" in frames[0].value["model"].tolist()
+    assert "hf:ARCH" in frames[1].value["registry"].tolist()
+
+
+def test_models_page_search_finds_registry_names_and_links_new_run(db):
+    if importlib.util.find_spec("transformers") is None:
+        pytest.skip("transformers is not installed (pip install -r requirements-dev.txt)")
+    at = app("models", q="hf:gpt")
+    no_exceptions(at)
+    assert "hf:gpt2" in at.selectbox(key="models-pick").options
+    assert "No catalogue model matches." in texts(at.caption)  # a prefix: registries only
+    new = app("new_run", model="hf:gpt2")
+    no_exceptions(new)
+    assert new.selectbox(key="model").value == "hf:gpt2"
+    labels = {n.label for n in new.number_input}
+    assert {"batch", "seq", "layers", "hidden", "heads"} <= labels, labels
+
+
+def test_new_run_with_an_unknown_registry_model_says_why(db):
+    at = app("new_run", model="hf:bad name")
+    no_exceptions(at)
+    assert "model names are letters" in texts(at.warning)
+
+
+# --------------------------------------------------------------------------- token generation
+
+def _decode_results() -> list[dict]:
+    from test_dashboard_data import variant_result
+
+    base = {"batch": 1, "prompt": 128, "new_tokens": 128, "repeats": 3, "warmup_generations": 3}
+    eager = variant_result("eager", 11.0, 11.0, first_cold_s=0.01, first_warm_s=None)
+    eager["decode"] = {**base, "ttft_ms": 20.0, "per_token_ms": 11.0, "tokens_per_s": 88.0,
+                       "recompiles_per_step": False}
+    ro = variant_result("reduce-overhead", 11.0, 2.2, first_cold_s=60.0, first_warm_s=9.0,
+                        seed=2)
+    ro["decode"] = {**base, "ttft_ms": 9.0, "per_token_ms": 2.2, "tokens_per_s": 430.0,
+                    "eager": {"tokens_per_s": 88.0}, "tokens_per_s_speedup": 4.9,
+                    "ttft_speedup": 2.2, "compile_s": 75.0, "break_even_tokens": 2300.0,
+                    "recompiles_per_step": True}
+    return [eager, ro]
+
+
+def test_generation_table_from_stored_runs(db):
+    from test_dashboard_app import seed_done
+    from test_dashboard_data import spec
+
+    from dashboard import decode_view
+    from storage import queries
+
+    run_id = seed_done(db, spec("llama_decode", dims={"batch": 1, "prompt": 128},
+                                variants=["eager", "reduce-overhead"]), _decode_results())
+    variants = queries.load_runs(db, [run_id])["variants"]
+    table = decode_view.generation_table(variants)
+    assert list(table["variant"]) == ["eager", "reduce-overhead"]
+    ro = table.iloc[1]
+    assert ro["tokens_per_s"] == 430.0 and ro["tokens_per_s_vs_eager_x"] == 4.9
+    assert ro["break_even_tokens"] == "2,300" and table.iloc[0]["break_even_tokens"] == "-"
+    assert decode_view.generation_table(variants.drop(columns=["decode"])).empty
+
+    at = app("compare", runs=str(run_id))
+    no_exceptions(at)
+    assert any(h.value == "Token generation" for h in at.header)
+    assert "decoding recompiled per step" in texts(at.warning)

@@ -1,0 +1,176 @@
+"""LLM decoding (engine/models/llama.py, engine/decode.py, engine/decode_report.py): the static
+KV cache gives the same logits as recomputing the whole sequence, generations are measured apart
+(TTFT, per-token latency, tokens/s) eager and compiled, and a step that recompiles per token is
+flagged."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from engine import decode, decode_report
+from engine.models import llama
+from engine.spec import normalise
+from engine.timing import Timer
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = {"batch": 2, "prompt": 8, "new_tokens": 6, "layers": 2, "hidden": 32, "heads": 4}
+
+
+def test_static_cache_decode_matches_recomputing_the_sequence():
+    torch.manual_seed(0)
+    model, (token, pos) = llama.build(**TINY)
+    model.eval()
+    prompt = torch.randint(0, llama.VOCAB, (2, 8))
+    with torch.no_grad():
+        model(prompt, torch.arange(8))
+        stepped = model(token, pos)[:, -1]  # one decode step on the cache
+        full = model(torch.cat([prompt, token], 1), torch.arange(9))[:, -1]  # recomputed
+    assert pos.tolist() == [8] and token.shape == (2, 1)
+    torch.testing.assert_close(stepped, full, rtol=1e-4, atol=1e-4)
+
+
+def test_cache_is_sized_for_prompt_plus_new_tokens_and_declares_generation():
+    model, _ = llama.build(**TINY)
+    assert model.layers[0].attention.cache.k.shape == (2, 4, 14, 8)
+    assert model.compilelab_decode == {"batch": 2, "prompt": 8, "new_tokens": 6,
+                                       "vocab": llama.VOCAB}
+    with pytest.raises(ValueError, match="divisible"):
+        llama.build(**{**TINY, "hidden": 30})
+
+
+def _run_child(variant: str) -> dict:
+    run = normalise({"model": "llama_decode", "dims": TINY, "variants": ["eager", "default"],
+                     "backend": "aot_eager", "device": "cpu", "warmup_calls": 3,
+                     "min_samples": 3, "min_time_s": 0.0, "max_time_s": 0.2, "pipeline_k": 2,
+                     "profile": False, "processes": 1, "warm_cache": False})
+    script = ("import json, sys\nfrom engine.child import Progress, measure\n"
+              "r = measure(json.loads(sys.argv[1]), Progress(None))\n"
+              "print(json.dumps({k: r.get(k) for k in ('status', 'error', 'decode', 'correct',"
+              " 'samples_ms', 'recompiles')}))")
+    p = subprocess.run([sys.executable, "-c", script,
+                        json.dumps({"run": run, "variant": variant, "phase": "cold"})],
+                       cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_child_measures_prefill_and_decode_apart_eager_vs_compiled():
+    out = _run_child("default")
+    assert out["status"] == "ok", out["error"]
+    d = out["decode"]
+    assert out["correct"] and len(out["samples_ms"]) >= 3  # the timed call: one decode step
+    assert (d["batch"], d["prompt"], d["new_tokens"]) == (2, 8, 6)
+    for key in ("ttft_ms", "per_token_ms", "generation_ms", "tokens_per_s", "compile_s"):
+        assert d[key] > 0, key
+    assert d["tokens_per_s"] == pytest.approx(2 * 6 / (d["generation_ms"] / 1e3))
+    assert d["prefill_compiles"] >= 1  # the prompt is a new shape for the compiled step
+    assert d["decode_recompiles"] == 0 and d["recompiles_per_step"] is False  # static cache
+    assert d["eager"]["tokens_per_s"] > 0  # eager's generations, paired in the same process
+    assert d["tokens_per_s_speedup"] == pytest.approx(d["tokens_per_s"] / d["eager"]["tokens_per_s"])
+    # the first generation included the prefill compile: far slower than a warm one
+    assert d["first_generation_ms"] > 5 * d["generation_ms"]
+    be = d["break_even_tokens"]
+    assert be is None or be > 0
+
+
+def test_eager_variant_reports_generation_without_compile_figures():
+    d = _run_child("eager")["decode"]
+    assert d["ttft_ms"] > 0 and d["prefill_compiles"] == 0 and "eager" not in d
+    assert "break_even_tokens" not in d
+
+
+class _Toy(nn.Module):
+    """A two-layer "language model" whose step the test compiles two ways."""
+
+    compilelab_decode = {"batch": 1, "prompt": 4, "new_tokens": 6, "vocab": 50}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb, self.head = nn.Embedding(50, 8), nn.Linear(8, 50)
+
+    def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
+        return self.head(self.emb(tokens)) + input_pos[-1] * 0
+
+
+def test_a_step_that_recompiles_every_token_is_flagged():
+    torch._dynamo.reset()
+    model = _Toy().eval()
+
+    def by_int(tokens: torch.Tensor, pos: int) -> torch.Tensor:
+        return model.head(model.emb(tokens)) + pos * 0.0  # a Python int position: specialised
+
+    compiled = torch.compile(by_int, backend="eager", dynamic=False)
+    with torch.no_grad():
+        d = decode.measure(model, lambda t, p: compiled(t, int(p[-1])), model, Timer("cpu"),
+                           seed=0, first_call_ms=1.0, repeats=1)
+    assert d["decode_recompiles"] >= 4 and d["recompiles_per_step"] is True
+    text = "\n".join(decode_report.lines([{"variant": "default", "decode": d}]))
+    assert "RECOMPILES WHILE DECODING [default]" in text
+
+    torch._dynamo.reset()
+    tensor_step = torch.compile(model, backend="eager")  # a tensor position: one graph
+    with torch.no_grad():
+        tensor_step(torch.zeros(1, 1, dtype=torch.long), torch.tensor([4]))  # the warm-up curve
+        ok = decode.measure(model, tensor_step, model, Timer("cpu"), seed=0, first_call_ms=1.0,
+                            repeats=1)
+    assert ok["decode_recompiles"] == 0 and ok["recompiles_per_step"] is False
+    torch._dynamo.reset()
+
+
+def test_report_lines_say_tokens_per_second_and_break_even():
+    rows = [{"variant": "eager", "decode": {"batch": 1, "prompt": 128, "new_tokens": 128,
+                                            "repeats": 3, "warmup_generations": 3,
+                                            "ttft_ms": 20.0, "per_token_ms": 10.0,
+                                            "tokens_per_s": 95.0}},
+            {"variant": "reduce-overhead", "decode": {
+                "ttft_ms": 8.0, "per_token_ms": 2.0, "tokens_per_s": 450.0,
+                "eager": {"tokens_per_s": 95.0}, "tokens_per_s_speedup": 4.7,
+                "ttft_speedup": 2.5, "compile_s": 40.0, "break_even_tokens": 4100.0}},
+            {"variant": "default", "decode": {"eager": {}, "break_even_tokens": None}},
+            {"variant": "max-autotune", "status": "failed"}]
+    text = "\n".join(decode_report.lines(rows))
+    assert "prompt 128, 128 new tokens" in text
+    assert "reduce-overhead: TTFT 8.00 ms, 2.000 ms/token" in text and "450.0 tokens/s" in text
+    assert "4.70x" in text and "break-even 4,100 tokens" in text
+    assert "default: TTFT - ms" in text and "break-even never" in text
+    assert "max-autotune" not in text and decode_report.lines([{"variant": "x"}]) == []
+
+
+class _FakeCudaTensor:
+    """Duck-typed parameter on a CUDA device, for the size check without a GPU."""
+
+    def __init__(self, numel: int) -> None:
+        self.device, self._n = torch.device("cuda", 0), numel
+
+    def numel(self) -> int:
+        return self._n
+
+    def is_floating_point(self) -> bool:
+        return True
+
+
+def test_float64_reference_is_replaced_by_the_stated_tolerance_when_too_large(monkeypatch):
+    from engine import accuracy
+
+    class Big(nn.Module):
+        def parameters(self, recurse=True):  # 7 B float parameters: 56 GB in float64
+            return iter([_FakeCudaTensor(7_000_000_000)])
+
+        def buffers(self, recurse=True):
+            return iter([])
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (80 * 2**30, 141 * 2**30))
+    reason = accuracy.float64_too_large(Big())
+    assert reason and "52.2 GiB needed, 80.0 GiB free" in reason and "rtol" in reason
+    out = accuracy.check_inference(Big(), (), None, None, {"dtype": "bfloat16"})
+    assert out["reference_dtype"] is None and "too large" in out["accuracy"]["error"]
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (140 * 2**30, 141 * 2**30))
+    assert accuracy.float64_too_large(Big()) is None
+    assert accuracy.float64_too_large(nn.Linear(2, 2)) is None  # CPU: always run the reference
