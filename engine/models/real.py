@@ -16,7 +16,19 @@ class _LastHidden(nn.Module):
         return self.inner(input_ids=input_ids).last_hidden_state
 
 
+def _torchvision_if_installed() -> None:
+    """transformers imports torchvision when it is installed; one whose compiled operators
+    cannot load would take transformers down with it (engine/models/compat.py)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torchvision") is not None:
+        from engine.models.compat import import_torchvision
+
+        import_torchvision()
+
+
 def bert_base(batch: int = 8, seq: int = 128):
+    _torchvision_if_installed()
     from transformers import BertConfig, BertModel
 
     model = BertModel(BertConfig())  # bert-base-uncased shape: 12 layers, 768 hidden, 12 heads
@@ -26,6 +38,7 @@ def bert_base(batch: int = 8, seq: int = 128):
 
 
 def resnet50(batch: int = 32, image: int = 224):
+    _torchvision_if_installed()
     from torchvision.models import resnet50 as make
 
     from engine.models.losses import cross_entropy
