@@ -61,6 +61,7 @@ def _run_child(variant: str) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # an end-to-end run (10-30 s here): the slow tier
 def test_child_measures_prefill_and_decode_apart_eager_vs_compiled():
     out = _run_child("default")
     assert out["status"] == "ok", out["error"]

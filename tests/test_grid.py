@@ -127,6 +127,7 @@ def test_cli_refuses_a_grid_past_the_limit_before_storing_anything(db_url: str) 
     assert bad.returncode == 2 and "--option expects NAME=v1,v2" in bad.stderr
 
 
+@pytest.mark.slow  # an end-to-end run (10-30 s here): the slow tier
 def test_cli_grid_run_is_one_run_with_a_variant_per_config(db_url: str) -> None:
     p = run_cli("run", "--model", "mlp", "--dim", "batch=4", "--dim", "hidden=16", "--backend",
                 "aot_eager", "--variants", "eager,default", "--option", "dynamic=none,true",

@@ -146,6 +146,7 @@ def test_timm_and_torchvision_models_build_by_name():
         load_factory("torchvision:fasterrcnn_resnet50_fpn")(batch=1, image=32)
 
 
+@pytest.mark.slow  # an end-to-end run (10-30 s here): the slow tier
 def test_cli_lists_registries_and_searches_names():
     _need("transformers")
     p = subprocess.run([sys.executable, "-m", "engine", "models"], cwd=ROOT, capture_output=True,
@@ -181,6 +182,7 @@ def _child(model: str, dims: dict[str, int]) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # an end-to-end run (10-30 s here): the slow tier
 def test_child_measures_an_hf_model_compiled_and_its_generate_path():
     _need("transformers")
     out = _child("hf:llama", {**TINY_HF, "new_tokens": 4})

@@ -53,6 +53,7 @@ def test_expected_per_request_time_with_stalls() -> None:
     assert shape_mix.expected({}, sweep, 10) is None
 
 
+@pytest.mark.slow  # an end-to-end run (10-30 s here): the slow tier
 def test_cli_run_replays_the_mix_and_recommend_reports_it(db_url: str) -> None:
     p = run_cli("run", "--model", "varying_seq", "--dim", "batch=1", "--dim", "hidden=16",
                 "--dim", "heads=2", "--dim", "seq=8,12", "--weights", "3,1", "--backend",

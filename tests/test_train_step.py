@@ -46,6 +46,7 @@ def _measure(*configs: tuple[dict, str], timeout: float = 400) -> list[dict]:
     return out
 
 
+@pytest.mark.slow  # an end-to-end run (10-30 s here): the slow tier
 def test_training_variants_time_a_step_and_pass_the_float64_check():
     mlp = {"model": "mlp", "dims": {"batch": 4, "hidden": 16}, "step": "train"}
     eager, autocast, opt = _measure(
