@@ -17,7 +17,7 @@ def _calls(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"a call count is a whole number, got {text!r}") \
             from None
-    if not (value >= 1 and value == int(value) and value <= 1e15):
+    if not (1 <= value <= 1e15 and value == int(value)):  # range first: int(inf) raises
         raise argparse.ArgumentTypeError(f"a call count is a whole number from 1 to 1e15, "
                                          f"got {text!r}")
     return int(value)

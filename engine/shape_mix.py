@@ -48,8 +48,8 @@ def check(spec: dict[str, Any]) -> None:
     if not isinstance(weights, list) or len(weights) != len(sweep["values"]):
         raise ValueError(f"shape_weights must be a list of {len(sweep['values'])} numbers, one "
                          f"per value of {sweep['dim']}")
-    if not all(fmt.is_num(w) and float(w) >= 0 for w in weights):
-        raise ValueError("shape_weights must be numbers >= 0")
+    if not all(fmt.is_num(w) and 0 <= float(w) <= 1e12 for w in weights):
+        raise ValueError("shape_weights must be numbers from 0 to 1e12 (only their ratios count)")
     total = sum(float(w) for w in weights)
     if total <= 0:
         raise ValueError("shape_weights must not all be 0")

@@ -153,8 +153,9 @@ def test_recommend_command_on_imported_h200_runs(tmp_path: Path) -> None:
     doc = json.loads(many.stdout)
     assert doc["recommend"] == "reduce-overhead" and doc["calls"] == 1_000_000
     assert doc["changes_below"][1] == "eager"
-    bad = run_cli("recommend", bert, "--calls", "0", "--db", url)
-    assert bad.returncode == 2 and "call count" in bad.stderr and "Traceback" not in bad.stderr
+    for calls in ("0", "inf", "1e400"):  # int(inf) used to raise before the range check
+        bad = run_cli("recommend", bert, "--calls", calls, "--db", url)
+        assert bad.returncode == 2 and "call count" in bad.stderr and "Traceback" not in bad.stderr
     missing = run_cli("recommend", "999", "--calls", "10", "--db", url)
     assert missing.returncode == 2 and "no run 999" in missing.stderr
 

@@ -17,8 +17,9 @@ def test_weights_are_checked_against_the_sweep_and_normalised() -> None:
     spec = normalise({"model": "varying_seq", "sweep": {"dim": "seq", "values": [8, 16, 32]},
                       "shape_weights": [6, 3, 1]})
     assert spec["shape_weights"] == pytest.approx([0.6, 0.3, 0.1])
-    for weights, message in (([1, 2], "list of 3 numbers"), ([1, -1, 1], ">= 0"),
-                             ([0, 0, 0], "not all be 0")):
+    for weights, message in (([1, 2], "list of 3 numbers"), ([1, -1, 1], "from 0 to 1e12"),
+                             ([0, 0, 0], "not all be 0"),
+                             ([1e308, 1e308, 1], "from 0 to 1e12")):  # sum overflowed to inf
         with pytest.raises(SpecError, match=message):
             normalise({"model": "varying_seq", "sweep": {"dim": "seq", "values": [8, 16, 32]},
                        "shape_weights": weights})
