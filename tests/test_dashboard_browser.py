@@ -345,6 +345,7 @@ def test_new_run_measured_by_the_worker_then_compare_share_export_import(
     # in that gap).
     assert running and set(running) <= {"running", "building", "compiling", "warm-up",
                                         "measuring", "profiling", "warm-cache compile", "saving",
+                                        "waiting to compile", "waiting to time",  # gates
                                         "done"}, seen
     assert max(running.values()) > 0, seen
     assert page.get_by_text(re.compile(rf"Run #{run_id} · mlp \(batch=4, hidden=64\) .*"
