@@ -26,6 +26,8 @@ CONFIGS: dict[str, list[str]] = {
     "bert": ["--model", "bert_base", "--dim", "batch=8", "--dim", "seq=128", "--dtype",
              "bfloat16", "--variants", "eager,default,reduce-overhead", "--no-warm-cache"],
     "mlp": ["--model", "mlp", "--dim", "batch=32", "--variants", "eager,default"],
+    # The catalogue's fusion showcase, at its catalogue dims (the shipped bundle keeps it).
+    "pointwise": ["--model", "pointwise_chain", "--variants", "eager,default,reduce-overhead"],
 }
 
 
