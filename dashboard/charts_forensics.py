@@ -86,6 +86,9 @@ def startup_strategies(variants: pd.DataFrame) -> go.Figure:
     if df.empty or "startup" not in df.columns or not df["startup"].map(bool).any():
         return empty_figure(STARTUP_TITLE, "start-up strategies not measured (run option "
                             "--startup-strategies)", "", "seconds")
+    # only the variants whose run measured the strategies: a compared run without them would
+    # otherwise add a group of four "n/a" bars
+    df = df[df["startup"].map(bool)]
     fig = go.Figure()
     labels = _labels(df)
     for key, name in STRATEGIES:

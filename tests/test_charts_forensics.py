@@ -59,6 +59,11 @@ def test_startup_strategies_side_by_side_with_reasons():
     assert "no repeated blocks" in fig.data[3].customdata[0]
     empty = variants().drop(columns=["startup"])
     assert "not measured" in charts.empty_message(charts_forensics.startup_strategies(empty))
+    # a compared run that did not measure them adds no group of "n/a" bars
+    other = variants().assign(run_id=2)
+    other.loc[1, "startup"] = None
+    both = pd.concat([variants(), other], ignore_index=True)
+    assert len(charts_forensics.startup_strategies(both).data[0].x) == 1
 
 
 def test_lost_time_names_breaks_by_file_and_line_ranked():
