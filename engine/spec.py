@@ -11,7 +11,7 @@ import math
 import os
 from typing import Any
 
-from engine import grid, shape_mix
+from engine import grid, shape_mix, spec_rules
 from engine.catalogue import CatalogueError, check_dim_value, get_model
 from engine.contract import RunSpec
 from engine.environment import PROJECT_ROOT
@@ -268,6 +268,9 @@ def _check_grid(spec: dict[str, Any], configs: dict[str, tuple[str, dict[str, An
             grid.check_config(base, config, backend=spec["backend"], step=spec["step"])
         except grid.GridError as e:
             raise SpecError(one_line(e), "variants") from None
+    conflict = spec_rules.grid_conflict(spec, configs.values())
+    if conflict:
+        raise SpecError(*conflict)
     n = grid.compiled_count(spec["variants"])
     if n > spec["grid_limit"]:
         raise SpecError(f"the grid has {n} compiled variants, more than the limit of "
@@ -307,6 +310,9 @@ def _check_step(spec: dict[str, Any]) -> None:
         raise SpecError(f"{opt_variants[0]} compiles the optimizer step: it needs step 'train'",
                         "variants")
     if not train:
+        ignored = spec_rules.train_only_on_inference(spec)
+        if ignored:
+            raise SpecError(*ignored)
         return
     if spec["sweep"]:
         raise SpecError("a sweep measures inference only: use step 'inference' to sweep, or "
