@@ -43,6 +43,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import DataError, IntegrityError
 
+from storage.bundle_checks import extra_figures, spec_problem
 from storage.db import Database
 from storage.fingerprint import run_fingerprint
 from storage.models import (
@@ -385,6 +386,11 @@ def _check_variant(value: Any, path: str, budget: _Budget) -> None:
     if result.get("extra") is not None:
         _expect_object(result["extra"], f"{path}.extra")
         _check_json(result["extra"], f"{path}.extra", budget)
+    for sub, name, kind, value in extra_figures(result.get("extra")):  # by the contract's kind
+        if kind == "str":
+            _check_text(value, f"{path}.extra.{sub}", MAX_TEXT)
+        else:
+            _check_field(value, f"{path}.extra.{sub}", name, kind, budget)
     stats = result.get("stats")
     if stats is not None:
         _check_keys(stats, f"{path}.stats", set(STATS_FIELDS))
@@ -439,6 +445,9 @@ def _check_run(value: Any, path: str, budget: _Budget) -> None:
             if isinstance(dim, (dict, list)):
                 raise _fail(f"{path}.dims.{key}", "expected a number or a string")
             _check_json(dim, f"{path}.dims.{key}", budget)
+    problem = spec_problem(run)  # the one validator, engine/spec.py (storage/bundle_checks.py)
+    if problem:
+        raise _fail(f"{path}.{problem[0]}", problem[1])
     _check_text(run.get("error"), f"{path}.error", MAX_ERROR_CHARS)
     _check_text(run.get("note"), f"{path}.note", MAX_NOTE_CHARS)
     if run.get("note") is not None:
