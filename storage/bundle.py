@@ -16,7 +16,9 @@ Format (version 2)::
 Hostile input gets one ``BundleError`` naming the field: text that is not valid Unicode (lone
 surrogates, NUL), numbers that are not finite, negative latencies or durations, variant names
 other than plain identifiers (they are shown in verdicts and chart labels), and more than the
-limits below (size, nesting depth, runs, variants, samples).
+limits below (size, nesting depth, runs, variants, samples). Each run's spec goes through the one
+validator (``engine.spec.normalise``, stored=True) and the figures kept in ``extra`` are checked
+by kind (storage/bundle_checks.py); one bad run refuses the whole bundle.
 
 Importing the same runs twice does not duplicate them: two runs are the same when their content
 fingerprints match (``storage/fingerprint.py``: model, ``created_at`` to the microsecond, spec,
