@@ -447,9 +447,6 @@ def _check_run(value: Any, path: str, budget: _Budget) -> None:
             if isinstance(dim, (dict, list)):
                 raise _fail(f"{path}.dims.{key}", "expected a number or a string")
             _check_json(dim, f"{path}.dims.{key}", budget)
-    problem = spec_problem(run)  # the one validator, engine/spec.py (storage/bundle_checks.py)
-    if problem:
-        raise _fail(f"{path}.{problem[0]}", problem[1])
     _check_text(run.get("error"), f"{path}.error", MAX_ERROR_CHARS)
     _check_text(run.get("note"), f"{path}.note", MAX_NOTE_CHARS)
     if run.get("note") is not None:
@@ -484,6 +481,9 @@ def _check_run(value: Any, path: str, budget: _Budget) -> None:
         if variant["variant"] in seen:
             raise _fail(f"{path}.variants[{i}].variant", f"{variant['variant']!r} appears twice")
         seen.add(variant["variant"])
+    problem = spec_problem(run)  # the one validator, engine/spec.py (storage/bundle_checks.py)
+    if problem:
+        raise _fail(f"{path}.{problem[0]}", problem[1])
 
 
 def validate_bundle(bundle: Any) -> dict[str, Any]:
