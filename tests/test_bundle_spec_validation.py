@@ -128,3 +128,20 @@ def test_cli_import_of_a_bad_bundle_names_the_run_and_field_and_stores_nothing(t
         assert queries.list_runs(db).empty
     finally:
         db.dispose()
+
+
+def test_stored_spec_of_a_registry_model_whose_library_is_missing_here(monkeypatch):
+    """A bundle from the GPU host names hf:llama; this machine has no transformers: the spec is
+    checked against the registry's own dims, and still refused when its name is not a name."""
+    from engine import registries
+    from engine.spec import SpecError, normalise
+
+    monkeypatch.setattr(registries.Registry, "available", lambda self: False)
+    with pytest.raises(SpecError, match="needs the package"):
+        normalise({"model": "hf:llama"})  # a new run here: refused, as before
+    spec = normalise({"model": "hf:llama", "dims": {"layers": 2}}, stored=True)
+    assert spec["dims"]["layers"] == 2 and spec["dims"]["seq"] == 128
+    with pytest.raises(SpecError, match="out of range"):
+        normalise({"model": "hf:llama", "dims": {"layers": 10**6}}, stored=True)
+    with pytest.raises(SpecError, match="not a model name"):
+        normalise({"model": "hf:llama;id"}, stored=True)
