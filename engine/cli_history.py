@@ -69,7 +69,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from storage import import_bundle_result, open_database
-    from storage.bundle import MAX_BUNDLE_BYTES
+    from storage.bundle import MAX_BUNDLE_BYTES, BundleError
 
     try:
         if args.file == "-":
@@ -79,7 +79,11 @@ def cmd_import(args: argparse.Namespace) -> int:
                 data = fh.read(MAX_BUNDLE_BYTES + 1)  # the parser refuses anything longer
     except OSError as e:
         raise ValueError(f"cannot read {args.file}: {e.strerror or e}") from None
-    result = import_bundle_result(open_database(args.db), data)
+    try:
+        result = import_bundle_result(open_database(args.db), data)
+    except BundleError as e:  # validated whole before the one transaction: nothing was stored
+        raise BundleError(f"{e}; nothing was imported (a bundle imports whole or not at "
+                          "all)") from None
     for run_id in result.ids:
         print(run_id)
     if result.existing_ids:

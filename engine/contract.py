@@ -309,3 +309,18 @@ def kinds(where: str, *, column: bool | None = None) -> dict[str, str]:
     those that do (True) or do not (False) have a database column."""
     return {f.name: f.kind for f in FIGURES
             if f.where == where and (column is None or f.column == column)}
+
+
+def fits(kind: str, value: Any) -> bool:
+    """Can ``value`` stand for a figure of ``kind``? (None always can.)  For values read back
+    from where the schema does not type them (a result's ``extra`` JSON, written by anyone who
+    can write the database): a reader shows one that does not fit as missing, never crashes."""
+    if value is None:
+        return True
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind in ("int", "float"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, list if kind == "series" else (dict, list))

@@ -11,10 +11,11 @@ import math
 import os
 from typing import Any
 
-from engine import grid, shape_mix
+from engine import grid, shape_mix, spec_rules
 from engine.catalogue import CatalogueError, check_dim_value, get_model
 from engine.contract import RunSpec
 from engine.environment import PROJECT_ROOT
+from engine.spec_stored import stored_model_info
 from storage.text import one_line
 
 VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -103,7 +104,7 @@ def is_reference(model: str) -> bool:
 
 
 def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = False,
-              allow_user_models: bool = False) -> dict[str, Any]:
+              allow_user_models: bool = False, stored: bool = False) -> dict[str, Any]:
     """Return a complete spec (defaults filled, dims resolved) or raise SpecError.
 
     The one validator for the CLI, the dashboard and the worker. ``raw`` may be anything a
@@ -112,7 +113,8 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     ``pkg.mod:factory``) are refused unless ``allow_user_models``: the CLI passes True (its user
     typed the reference), a worker only when its operator allowed it (``--allow-user-models`` or
     ``COMPILELAB_ALLOW_USER_MODELS=1``), the dashboard never. They are refused before the file is
-    even looked at."""
+    even looked at. ``stored``: a spec stored elsewhere (a bundle's run, imported): every rule
+    holds except that this machine need not have the model (engine/spec_stored.py)."""
     if not isinstance(raw, dict):
         raise SpecError(f"a run spec must be a JSON object, got {_show(raw)}")
     odd = [k for k in raw if not isinstance(k, str)]
@@ -124,16 +126,22 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
         raise SpecError("a model is required", "model")
     spec = {**RunSpec.defaults(), **raw}
     model = _text(spec, "model")
-    if is_reference(model) and not allow_user_models:
+    if stored:
+        try:
+            info = stored_model_info(model, spec["dims"])
+        except CatalogueError as e:
+            raise SpecError(one_line(e), "model") from None
+    elif is_reference(model) and not allow_user_models:
         raise SpecError(
             f"model {_show(model)} is a file or module reference; this worker runs only catalogue "
             "models and plugin:NAME from its operator's plugin folder (its operator may allow "
             f"references with `python -m engine worker --allow-user-models` or {USER_MODELS_ENV}=1)",
             "model")
-    try:
-        info = get_model(model)
-    except CatalogueError as e:
-        raise SpecError(one_line(e), "model") from None
+    else:
+        try:
+            info = get_model(model)
+        except CatalogueError as e:
+            raise SpecError(one_line(e), "model") from None
     dims = spec["dims"]
     if dims is None:
         dims = {}
@@ -268,6 +276,9 @@ def _check_grid(spec: dict[str, Any], configs: dict[str, tuple[str, dict[str, An
             grid.check_config(base, config, backend=spec["backend"], step=spec["step"])
         except grid.GridError as e:
             raise SpecError(one_line(e), "variants") from None
+    conflict = spec_rules.grid_conflict(spec, configs.values())
+    if conflict:
+        raise SpecError(*conflict)
     n = grid.compiled_count(spec["variants"])
     if n > spec["grid_limit"]:
         raise SpecError(f"the grid has {n} compiled variants, more than the limit of "
@@ -307,6 +318,9 @@ def _check_step(spec: dict[str, Any]) -> None:
         raise SpecError(f"{opt_variants[0]} compiles the optimizer step: it needs step 'train'",
                         "variants")
     if not train:
+        ignored = spec_rules.train_only_on_inference(spec)
+        if ignored:
+            raise SpecError(*ignored)
         return
     if spec["sweep"]:
         raise SpecError("a sweep measures inference only: use step 'inference' to sweep, or "

@@ -124,11 +124,22 @@ class Worker:
 
     def validate(self, run_id: int, raw: Any) -> dict[str, Any] | None:
         """The claimed spec through the same validator as the CLI and the dashboard, before
-        anything is imported; a spec that fails it ends the run failed, with the reason."""
+        anything is imported, then against this worker's own capabilities (the spec's device,
+        require_gpu, require_torch); a spec that fails either ends the run failed, with the
+        reason."""
         from storage import queue
 
         try:
-            return normalise(raw, allow_user_models=self.allow_user_models)
+            spec = normalise(raw, allow_user_models=self.allow_user_models)
+            unmet = self.capabilities.unmet(spec["device"], spec["require_gpu"],
+                                            spec["require_torch"]) if self.capabilities else []
+            if not unmet:
+                return spec
+            # The claim matched the row's columns; the spec, which is what would be measured,
+            # asks for more (a row written by hand): never measure it on the wrong hardware.
+            reason = one_line(f"refused by worker {self.worker_id}: the run's spec needs "
+                              f"{'; '.join(unmet)}, but its queue columns let this worker claim "
+                              "it (columns and spec disagree: queue the spec again)", 1000)
         except SpecError as e:
             reason = f"refused by worker {self.worker_id}: {one_line(e, 900)}"
         except Exception as e:  # a hostile spec must never crash the worker

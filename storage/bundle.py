@@ -16,7 +16,9 @@ Format (version 2)::
 Hostile input gets one ``BundleError`` naming the field: text that is not valid Unicode (lone
 surrogates, NUL), numbers that are not finite, negative latencies or durations, variant names
 other than plain identifiers (they are shown in verdicts and chart labels), and more than the
-limits below (size, nesting depth, runs, variants, samples).
+limits below (size, nesting depth, runs, variants, samples). Each run's spec goes through the one
+validator (``engine.spec.normalise``, stored=True) and the figures kept in ``extra`` are checked
+by kind (storage/bundle_checks.py); one bad run refuses the whole bundle.
 
 Importing the same runs twice does not duplicate them: two runs are the same when their content
 fingerprints match (``storage/fingerprint.py``: model, ``created_at`` to the microsecond, spec,
@@ -43,6 +45,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import DataError, IntegrityError
 
+from storage.bundle_checks import extra_figures, spec_problem
 from storage.db import Database
 from storage.fingerprint import run_fingerprint
 from storage.models import (
@@ -385,6 +388,11 @@ def _check_variant(value: Any, path: str, budget: _Budget) -> None:
     if result.get("extra") is not None:
         _expect_object(result["extra"], f"{path}.extra")
         _check_json(result["extra"], f"{path}.extra", budget)
+    for sub, name, kind, value in extra_figures(result.get("extra")):  # by the contract's kind
+        if kind == "str":
+            _check_text(value, f"{path}.extra.{sub}", MAX_TEXT)
+        else:
+            _check_field(value, f"{path}.extra.{sub}", name, kind, budget)
     stats = result.get("stats")
     if stats is not None:
         _check_keys(stats, f"{path}.stats", set(STATS_FIELDS))
@@ -473,6 +481,9 @@ def _check_run(value: Any, path: str, budget: _Budget) -> None:
         if variant["variant"] in seen:
             raise _fail(f"{path}.variants[{i}].variant", f"{variant['variant']!r} appears twice")
         seen.add(variant["variant"])
+    problem = spec_problem(run)  # the one validator, engine/spec.py (storage/bundle_checks.py)
+    if problem:
+        raise _fail(f"{path}.{problem[0]}", problem[1])
 
 
 def validate_bundle(bundle: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, Select, Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
-from engine.contract import FIGURES
+from engine.contract import FIGURES, fits
 from storage.db import Database
 from storage.models import GraphBreak, Recompile, Run, RunTag, SweepPoint, VariantResult
 from storage.results import CHILDREN, RESULT_FIELDS, STATS_FIELDS, id_chunks
@@ -65,6 +65,7 @@ VARIANT_COLUMNS: list[str] = [
 ]
 # VARIANT_COLUMNS that are fields inside VariantResult.extra (where: "result" or "stats").
 _FROM_EXTRA: dict[str, str] = {f.name: f.where for f in FIGURES if not f.column}
+_EXTRA_KIND: dict[str, str] = {f.name: f.kind for f in FIGURES if not f.column}
 GRAPH_BREAK_COLUMNS = ["run_id", "variant", "reason", "file", "line", "count"]
 RECOMPILE_COLUMNS = ["run_id", "variant", "reason", "call_index", "dim_value"]
 SWEEP_COLUMNS = [
@@ -181,7 +182,8 @@ _JSON_TEXT_COLUMNS = ("environment", "spec")
 def _extra_value(extra: dict[str, Any], name: str) -> Any:
     """A contract figure kept in ``extra`` (stats figures under ``extra["stats"]``)."""
     holder = extra.get("stats") if _FROM_EXTRA[name] == "stats" else extra
-    return holder.get(name) if isinstance(holder, dict) else None
+    value = holder.get(name) if isinstance(holder, dict) else None
+    return value if fits(_EXTRA_KIND[name], value) else None  # a row written by hand
 
 
 def _dims_label(dims: Any, spec: Any = None) -> str:
@@ -216,7 +218,8 @@ def _frame(records: list[Any], columns: list[str]) -> pd.DataFrame:
     frame = pd.DataFrame(records, columns=columns, dtype=object)
     for column in columns:
         if column in _NUMERIC_COLUMNS:
-            values = pd.to_numeric(frame[column])
+            # coerce: a number column of SQLite can hold text written by hand; shown missing
+            values = pd.to_numeric(frame[column], errors="coerce")
             if not len(values):
                 values = values.astype("int64" if column in _INDEX_COLUMNS else "float64")
             frame[column] = values

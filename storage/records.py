@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from engine.contract import FIGURES
+from engine.contract import FIGURES, fits
 from storage.db import Database
 from storage.models import Run, RunTag, VariantResult
 from storage.results import CHILDREN
@@ -32,9 +32,11 @@ def _variant(entity: VariantResult, series: bool) -> dict[str, Any]:
         if f.kind == "series" and not series:
             continue
         if f.column:
-            row[f.name] = getattr(entity, f.name)
+            value = getattr(entity, f.name)
         else:
-            row[f.name] = (extra_stats if f.where == "stats" else extra).get(f.name)
+            value = (extra_stats if f.where == "stats" else extra).get(f.name)
+        # extra is untyped JSON, and a SQLite number column keeps text written into it by hand
+        row[f.name] = value if fits(f.kind, value) else None
     if not series and isinstance(row.get("processes"), list):
         # Per-process figures without their raw series: what a reader of the table needs.
         row["processes"] = [{k: v for k, v in p.items() if not k.endswith("_ms")}

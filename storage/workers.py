@@ -50,11 +50,22 @@ class Capabilities:
     def serves(self, device: str | None, require_gpu: str | None = None,
                require_torch: str | None = None) -> bool:
         """The claim query's rule in Python (for the dashboard's "who could run this" notes)."""
+        return not self.unmet(device, require_gpu, require_torch)
+
+    def unmet(self, device: str | None, require_gpu: str | None = None,
+              require_torch: str | None = None) -> list[str]:
+        """What of a run's needs this worker lacks, each as a short phrase ([]: it serves it).
+        The worker checks a claimed run's spec with it: the claim query tests the row's
+        columns, which someone writing the database may have made disagree with the spec."""
+        out = []
         if (device or "cpu") not in self.devices:
-            return False
+            out.append(f"device {device!r} (this worker has {', '.join(self.devices)})")
         if require_gpu and require_gpu != self.gpu_name:
-            return False
-        return not require_torch or require_torch in torch_prefixes(self.torch_version)
+            out.append(f"GPU {require_gpu!r} (this worker has {self.gpu_name or 'none'!r})")
+        if require_torch and require_torch not in torch_prefixes(self.torch_version):
+            out.append(f"torch {require_torch!r} (this worker has "
+                       f"{self.torch_version or 'unknown'!r})")
+        return out
 
 
 def torch_prefixes(version: str | None) -> list[str]:

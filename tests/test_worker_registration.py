@@ -6,8 +6,12 @@ queued is one this CPU worker must leave alone), plus the real hardware probe on
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+
+import pytest
+from sqlalchemy import text
 
 from engine.hardware import describe, probe_capabilities
 from engine.worker import Worker
@@ -63,3 +67,53 @@ def test_probe_reports_this_hosts_devices_and_torch():
     assert caps.torch_version == torch.__version__
     assert ("cuda" in caps.devices) == torch.cuda.is_available()
     assert describe(caps).endswith(f"torch {torch.__version__}")
+
+
+H200 = Capabilities(devices=("cpu", "cuda"), gpu_name="NVIDIA H200", gpu_count=1,
+                    torch_version="2.11.0+cu128")
+
+
+@pytest.mark.parametrize("caps,spec_needs,unmet", [
+    (LAPTOP, {"require_torch": "2.11"}, "torch '2.11'"),
+    (LAPTOP, {"require_gpu": "NVIDIA H200"}, "GPU 'NVIDIA H200'"),
+    (LAPTOP, {"device": "cuda"}, "device 'cuda'"),
+    (H200, {"device": "cuda", "require_gpu": "NVIDIA B200"}, "GPU 'NVIDIA B200'"),
+    (H200, {"device": "cuda", "require_torch": "2.13"}, "torch '2.13'"),
+])
+def test_a_row_whose_columns_and_spec_disagree_is_refused_never_measured(
+        db_url, caps, spec_needs, unmet, monkeypatch):
+    """Someone writing the shared database queues a run whose columns say "any worker" while
+    its spec asks for a GPU model or torch release this worker lacks: the claim query (columns)
+    lets the worker take it; the worker checks the spec and fails the run with the reason."""
+    import engine.worker
+
+    measured = []
+    monkeypatch.setattr(engine.worker, "execute_run", lambda *a, **k: measured.append(a))
+    db = open_database(db_url)
+    run_id = queue.enqueue_run(db, {"model": "mlp", "dims": {"hidden": 8}, "device": "cpu"})
+    spec = {"model": "mlp", "dims": {"hidden": 8}, "device": "cpu", **spec_needs}
+    with db.session(write=True) as s:  # by hand: the spec only, the columns left as they were
+        s.execute(text("UPDATE runs SET spec = :spec WHERE id = :id"),
+                  {"spec": json.dumps(spec), "id": run_id})
+    assert Worker(db, "w:1", capabilities=caps).serve(once=True) == 0
+    run = queries.list_runs(db).iloc[0]
+    assert run["status"] == "failed" and not measured
+    assert unmet in run["error"] and "columns and spec disagree" in run["error"]
+    db.dispose()
+
+
+def test_a_row_whose_spec_this_worker_serves_is_measured(db_url, monkeypatch):
+    """The control: the same hand-written row, with a requirement the worker meets, is run."""
+    import engine.worker
+
+    measured = []
+    monkeypatch.setattr(engine.worker, "execute_run",
+                        lambda db, run_id, spec, *a, **k: measured.append(spec) or "done")
+    db = open_database(db_url)
+    run_id = queue.enqueue_run(db, {"model": "mlp", "dims": {"hidden": 8}, "device": "cpu"})
+    with db.session(write=True) as s:
+        s.execute(text("UPDATE runs SET spec = :spec WHERE id = :id"), {"spec": json.dumps(
+            {"model": "mlp", "dims": {"hidden": 8}, "require_torch": "2.11"}), "id": run_id})
+    assert Worker(db, "w:2", capabilities=H200).serve(once=True) == 0
+    assert [s["require_torch"] for s in measured] == ["2.11"]
+    db.dispose()
