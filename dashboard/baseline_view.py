@@ -100,5 +100,6 @@ def render(run_id: int, status: str) -> None:
     widgets.show_figure(charts_review.baseline_figure(report, verdicts),
                         f"fig-baseline-{run_id}")
     st.dataframe(safe.frame(review_tables.baseline_table(report)), hide_index=True,
-                 key=f"baseline-table-{run_id}")
+                 key=f"baseline-table-{run_id}", column_config={
+                     "change %": st.column_config.NumberColumn("change", format="%+.1f%%")})
     _pin_button(run_id, status, "Pin this run as the new baseline")

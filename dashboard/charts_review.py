@@ -71,6 +71,16 @@ def _marked(points: Iterable[TrendPoint], word: str) -> list[TrendPoint]:
     return [p for p in points if any(m.endswith(word) for m in p.marks)]
 
 
+SHORT = {"speedup": "speedup", "compile time s": "compile", "memory ratio": "memory",
+         "passes": "passes", "pass rate": "pass rate"}
+
+
+def _figures(p: TrendPoint, word: str) -> str:
+    """The figures whose change is marked (``speedup, compile``)."""
+    names = [m.split(":", 1)[0] for m in p.marks if m.endswith(word)]
+    return ", ".join(SHORT.get(n, safe.plotly_text(n)) for n in names)
+
+
 def trend_figure(trend: ConfigTrend) -> go.Figure:
     """Speedup per variant over time for one config, regressions and improvements marked."""
     label = safe.plotly_text(trend.label)
@@ -102,15 +112,19 @@ def trend_figure(trend: ConfigTrend) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=[_time(p.created_at) for p in hits],
             y=[p.speedup if p.speedup is not None else low * 0.9 for p in hits],
-            mode="markers", name=f"{name} appeared here",
+            # which figure changed, beside the mark: a compile-time change sits on the
+            # speedup line too (the run is where it appeared)
+            mode="markers+text", text=[_figures(p, word) for p in hits],
+            textposition="top center", textfont={"color": colour, "size": 11},
+            name=f"{name} appeared here",
             marker={"symbol": symbol, "size": 16, "color": colour,
                     "line": {"width": 1, "color": "white"}},
             hovertext=[_hover(p, trend.label) for p in hits], hoverinfo="text"))
-    fig.add_hline(y=1.0, line={"color": EAGER, "dash": "dot", "width": 1},
-                  annotation_text="eager (1×)", annotation_position="bottom right")
+    fig.add_hline(y=1.0, line={"color": EAGER, "dash": "dot", "width": 1})
     _layout(fig, title, TIME_AXIS, SPEEDUP_AXIS,
-            subtitle=f"{len(trend.runs)} run(s) · each run judged against the previous run of "
-                     "this config · ▼ regression, ▲ improvement (gate: real and beyond threshold)")
+            subtitle=f"{len(trend.runs)} run(s), each judged against the previous run of this "
+                     "config · ▼ regression, ▲ improvement (real and beyond threshold), labelled "
+                     "with the figure · dotted: eager (1×)")
     fig.update_layout(height=420, hovermode="closest")
     return fig
 
@@ -137,7 +151,9 @@ def baseline_figure(report: GateReport, verdicts: Mapping[str, str] | None = Non
         return empty_figure(title, "No variant has a speedup on both sides (see the table).",
                             "variant", SPEEDUP_AXIS)
     first = changes[0]
-    names = [safe.plotly_text(c.variant) for c in changes]
+    # values in the tick label, not on the bars: the whiskers cross a bar's middle
+    names = [f"{safe.plotly_text(c.variant)}<br>{_x(c.baseline)} → {_x(c.candidate)}"
+             for c in changes]
     if verdicts:
         names = [f"{n}<br><i>{safe.plotly_text(verdicts.get(c.variant, ''))}</i>"
                  for n, c in zip(names, changes, strict=True)]
@@ -149,12 +165,11 @@ def baseline_figure(report: GateReport, verdicts: Mapping[str, str] | None = Non
              [c.candidate_interval for c in changes])):
         fig.add_trace(go.Bar(name=side, x=names, y=values, marker_color=colour,
                              error_y=_bar_error(values, intervals),
-                             text=[_x(v) for v in values], textposition="inside",
                              hovertext=[f"{safe.plotly_text(c.variant)} · {side}: {_x(v)}"
                                         for c, v in zip(changes, values, strict=True)],
                              hoverinfo="text"))
     fig.add_hline(y=1.0, line={"color": EAGER, "dash": "dot", "width": 1})
-    _layout(fig, title, "variant (gate verdict on speedup)", SPEEDUP_AXIS,
+    _layout(fig, title, "variant: baseline → this run (gate verdict on speedup)", SPEEDUP_AXIS,
             subtitle="bars: median eager ÷ compiled per call · whiskers: 95% interval · "
                      "dotted line: eager", barmode="group")
     fig.update_layout(height=380)

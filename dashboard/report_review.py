@@ -22,19 +22,31 @@ from engine.gate import TEST_NAME
 from engine.review import Review
 
 
-def _table(df: pd.DataFrame, link_column: str | None = None) -> str:
+def _table(df: pd.DataFrame) -> str:
     if df.empty:
         return "<p class='muted'>none</p>"
-    columns = [c for c in df.columns if c != link_column]
-    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
-    head += "<th>compare</th>" if link_column else ""
+    head = "".join(f"<th>{_e(c)}</th>" for c in df.columns)
+    rows = ["<tr>" + "".join(f"<td>{_e(r[c])}</td>" for c in df.columns) + "</tr>"
+            for _, r in df.iterrows()]
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _changes(df: pd.DataFrame) -> str:
+    """The changes in six columns (A4 width): what changed, by how much, at which run."""
+    if df.empty:
+        return "<p class='muted'>none: no change beyond a threshold</p>"
     rows = []
     for _, r in df.iterrows():
-        cells = "".join(f"<td>{_e(r[c])}</td>" for c in columns)
-        if link_column:
-            cells += f"<td><a href='{_e(r[link_column])}'>open</a></td>"
-        rows.append(f"<tr>{cells}</tr>")
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+        pct = "" if pd.isna(r["change %"]) else f" ({r['change %']:+.1f}%)"
+        rows.append(
+            f"<tr><td>{_e(r['verdict'])}</td><td>{_e(r['config'])}<br><b>{_e(r['variant'])}"
+            f"</b> · {_e(r['figure'])}</td><td>{_e(r['old → new'])}{_e(pct)}</td>"
+            f"<td class='n'>{_e(r['p'])}</td><td><a href='{_e(r['compare'])}'>{_e(r['runs'])}"
+            f"</a></td><td>{_e(r['appeared at'])}<br>commit {_e(r['commit'])}<br>torch "
+            f"{_e(r['torch'])}</td></tr>")
+    head = ("<tr><th>verdict</th><th>config · variant · figure</th><th>old → new (change)</th>"
+            "<th>p</th><th>runs (compare)</th><th>appeared at</th></tr>")
+    return f"<table>{head}{''.join(rows)}</table>"
 
 
 def review_section(review: Review, figures: Sequence[go.Figure],
@@ -50,7 +62,7 @@ def review_section(review: Review, figures: Sequence[go.Figure],
              "<h3>Headline figures per mode (each config's first run in the window → its "
              "latest)</h3>", _table(headline_table(review)),
              "<h3>Changes, biggest first</h3>",
-             _table(changes_table(review, link), link_column="compare"),
+             _changes(changes_table(review, link)),
              "<h3>Trend of each config</h3>"]
     for i, fig in enumerate(figures):
         parts.append("<div class='chart'>" + pio.to_html(

@@ -19,6 +19,11 @@ from engine.headline import Headline
 from engine.review import Review, verdict_label
 
 PER_VARIANT = ("speedup", "compile time s", "memory ratio")
+FIGURE_WORDS = {"speedup": "speedup (×)", "compile time s": "cold compile (s)",
+                "memory ratio": "memory compression (×)", "passes": "passes"}
+# what a meeting reads first on the left (a wide table scrolls), the run's details after
+CHANGE_COLUMNS = ["verdict", "change %", "config", "variant", "figure", "old → new", "p", "runs",
+                  "compare", "appeared at", "commit", "torch"]
 
 
 def fmt_value(value: Any, figure: str) -> str:
@@ -51,23 +56,19 @@ def change_pct(c: Change) -> str:
 
 
 def baseline_table(report: GateReport) -> pd.DataFrame:
-    """One row per variant: each figure baseline → this run, the change and the gate's verdict;
-    a variant that stopped (or never started) passing says so in "passes"."""
-    rows: dict[str, dict[str, str]] = {}
+    """One row per variant and figure (passes, speedup, compile time, memory ratio): baseline →
+    this run, the change and the gate's verdict.  Long, not wide: it fits a laptop screen."""
+    rows = []
     for c in report.changes:
         if c.figure == "pass rate":
             continue  # per mode over configs: the headline table's business
-        row = rows.setdefault(c.variant, {"variant": c.variant, "passes": "yes → yes"})
-        if c.figure == "passes":
-            row["passes"] = f"{c.baseline} → {c.candidate} ({verdict_label(c.verdict)})"
-            continue
-        if c.figure not in PER_VARIANT:
-            continue
-        row[c.figure] = f"{old_new(c)} ({change_pct(c)})"
-        row[f"{c.figure} verdict"] = verdict_label(c.verdict) + (
-            f", p = {c.p_value:.2g}" if c.p_value is not None else "")
-    columns = ["variant", "passes"] + [f"{f}{s}" for f in PER_VARIANT for s in ("", " verdict")]
-    return pd.DataFrame(list(rows.values()), columns=columns).fillna("–")
+        rows.append({"variant": c.variant, "figure": FIGURE_WORDS.get(c.figure, c.figure),
+                     "baseline → this run": old_new(c),
+                     "change %": None if c.ratio is None else round((c.ratio - 1) * 100, 1),
+                     "verdict": verdict_label(c.verdict), "p": "–" if c.p_value is None
+                     else f"{c.p_value:.2g}", "note": c.note})
+    return pd.DataFrame(rows, columns=["variant", "figure", "baseline → this run", "change %",
+                                       "verdict", "p", "note"])
 
 
 def environment_table(report: GateReport) -> pd.DataFrame:
@@ -110,6 +111,4 @@ def changes_table(review: Review, link: Callable[[int, int], str]) -> pd.DataFra
             "torch": str(info.get("torch") or "unknown"),
             "compare": link(int(c.baseline_run or 0), int(c.candidate_run or 0)),
         })
-    return pd.DataFrame(rows, columns=["verdict", "config", "variant", "figure", "old → new",
-                                       "change %", "p", "runs", "appeared at", "commit", "torch",
-                                       "compare"])
+    return pd.DataFrame(rows, columns=CHANGE_COLUMNS)

@@ -50,6 +50,7 @@ def test_trend_lines_intervals_and_marks():
     assert line.x[0] == datetime(2026, 11, 2, 9, 0)  # naive UTC on the time axis
     reg = fig.data[2]
     assert reg.marker.symbol == charts_review.REGRESSION_SYMBOL and list(reg.y) == [0.9]
+    assert list(reg.text) == ["speedup"]  # which figure changed, beside the mark
     assert "commit bbbb2222" in reg.hovertext[0] and "torch 2.12.0" in reg.hovertext[0]
     assert "against run #2" in reg.hovertext[0]
     assert fig.data[3].marker.symbol == charts_review.IMPROVEMENT_SYMBOL
@@ -67,6 +68,7 @@ def test_trend_escapes_run_text_and_marks_failures_at_the_bottom():
     assert all("<img" not in h for tr in fig.data for h in tr.hovertext)
     reg = fig.data[-1]
     assert reg.name == "regression appeared here" and reg.y[0] < 1.5 * 0.9
+    assert list(reg.text) == ["passes"]
 
 
 def test_trend_without_speedups_is_an_empty_figure_with_a_reason():
@@ -102,20 +104,23 @@ def test_baseline_figure_bars_with_intervals():
     assert [t.name for t in fig.data] == ["baseline #3", "this run #9"]
     assert list(fig.data[0].y) == [1.5] and list(fig.data[1].y) == [0.9]
     assert fig.data[1].error_y.array[0] == pytest.approx(0.05)
-    assert "regressed" in fig.data[0].x[0]
+    assert "regressed" in fig.data[0].x[0] and "1.5× → 0.9×" in fig.data[0].x[0]
     assert "×" in fig.layout.yaxis.title.text
     assert empty_message(charts_review.baseline_figure(report())) is not None
 
 
-def test_baseline_table_one_row_per_variant_with_verdicts():
+def test_baseline_table_one_row_per_figure_with_verdicts():
     df = review_tables.baseline_table(REPORT)
-    assert list(df["variant"]) == ["default", "max-autotune"]
+    assert list(zip(df["variant"], df["figure"], strict=True)) == [
+        ("default", "speedup (×)"), ("default", "cold compile (s)"),
+        ("default", "memory compression (×)"), ("max-autotune", "passes")]
     d = df.iloc[0]
-    assert d["speedup"] == "1.5× [1.4, 1.6] → 0.9× [0.85, 0.95] (-40.0%)"
-    assert d["speedup verdict"] == "regressed, p = 0.001"
-    assert d["compile time s verdict"] == "beyond threshold, not significant"
-    assert d["memory ratio verdict"] == "within threshold"
-    assert df.iloc[1]["passes"] == "passed → failed (oom) (regressed)"
+    assert d["baseline → this run"] == "1.5× [1.4, 1.6] → 0.9× [0.85, 0.95]"
+    assert d["change %"] == -40.0 and d["verdict"] == "regressed" and d["p"] == "0.001"
+    assert df.iloc[1]["verdict"] == "beyond threshold, not significant"
+    assert df.iloc[2]["verdict"] == "within threshold"
+    assert df.iloc[3]["baseline → this run"] == "passed → failed (oom)"
+    assert df.iloc[3]["verdict"] == "regressed"
     env = review_tables.environment_table(REPORT)
     assert env.to_dict("records") == [{"what": "torch", "baseline": "2.11.0",
                                        "this run": "2.12.0"}]

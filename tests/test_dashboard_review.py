@@ -134,8 +134,9 @@ def test_run_against_its_pinned_baseline(db):
     env = at.dataframe[0].value
     assert set(env["what"]) == {"torch", "commit"}
     table = at.dataframe[1].value
-    assert table.iloc[0]["variant"] == "default"
-    assert table.iloc[0]["speedup verdict"].startswith("regressed, p = ")
+    speed = table[table["figure"] == "speedup (×)"].iloc[0]
+    assert speed["variant"] == "default" and speed["verdict"] == "regressed"
+    assert speed["change %"] == pytest.approx((0.6 - 1) * 100, abs=0.05)
     assert len(at.get("plotly_chart")) >= 1
     assert any(b.label == "Pin this run as the new baseline" for b in at.button)
 

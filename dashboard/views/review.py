@@ -80,7 +80,8 @@ else:
     st.dataframe(safe.frame(changes), hide_index=True, key="review-changes",
                  column_config={"compare": st.column_config.LinkColumn(
                      "compare", display_text="open compare"),
-                     "change %": st.column_config.NumberColumn("change", format="%+.1f%%")})
+                     "change %": st.column_config.NumberColumn("change", format="%+.1f%%"),
+                     "config": st.column_config.TextColumn("config", width="medium")})
 
 st.header("Trend of each config", anchor="trends")
 figures = [charts_review.trend_figure(t) for t in review.trends[:MAX_TRENDS]]
