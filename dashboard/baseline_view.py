@@ -63,6 +63,9 @@ def render(run_id: int, status: str) -> None:
     except LookupError as exc:
         st.warning(safe.md(exc, 300))
         return
+    except Exception as exc:  # noqa: BLE001 - the rest of the run page still draws
+        st.warning(f"Could not judge this run against its baseline: {safe.md(exc, 500)}")
+        return
     how = safe.md(check.how, 300)
     if check.is_baseline:
         st.info(f"This run is the pinned baseline of its config (config key "

@@ -122,9 +122,9 @@ def trend_figure(trend: ConfigTrend) -> go.Figure:
             hovertext=[_hover(p, trend.label) for p in hits], hoverinfo="text"))
     fig.add_hline(y=1.0, line={"color": EAGER, "dash": "dot", "width": 1})
     _layout(fig, title, TIME_AXIS, SPEEDUP_AXIS,
-            subtitle=f"{len(trend.runs)} run(s), each judged against the previous run of this "
-                     "config · ▼ regression, ▲ improvement (real and beyond threshold), labelled "
-                     "with the figure · dotted: eager (1×)")
+            # short enough for the HTML report at A4 width (a subtitle does not wrap)
+            subtitle=f"{len(trend.runs)} run(s) · ▼ regression ▲ improvement vs the config's "
+                     "previous run · dotted: eager")
     fig.update_layout(height=420, hovermode="closest")
     return fig
 

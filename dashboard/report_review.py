@@ -42,7 +42,7 @@ def _changes(df: pd.DataFrame) -> str:
             f"<tr><td>{_e(r['verdict'])}</td><td>{_e(r['config'])}<br><b>{_e(r['variant'])}"
             f"</b> · {_e(r['figure'])}</td><td>{_e(r['old → new'])}{_e(pct)}</td>"
             f"<td class='n'>{_e(r['p'])}</td><td><a href='{_e(r['compare'])}'>{_e(r['runs'])}"
-            f"</a></td><td>{_e(r['appeared at'])}<br>commit {_e(r['commit'])}<br>torch "
+            f"</a></td><td>{_e(r['appeared at'])}<br>commit {_e(str(r['commit'])[:8])}<br>torch "
             f"{_e(r['torch'])}</td></tr>")
     head = ("<tr><th>verdict</th><th>config · variant · figure</th><th>old → new (change)</th>"
             "<th>p</th><th>runs (compare)</th><th>appeared at</th></tr>")

@@ -18,6 +18,7 @@ from engine.suite import TAG_PREFIX
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # ASCII digits only ("²" is a digit too)
 MAX_PARAM_CHARS = 300
+FIRST_YEAR, LAST_YEAR = 1970, 2999
 
 
 @dataclass(frozen=True)
@@ -60,9 +61,12 @@ def parse_day(text: str | None, name: str) -> tuple[date | None, str | None]:
     if len(text) != 10 or not _DAY.fullmatch(text):
         return None, f"{name}: expected a day as YYYY-MM-DD, got {_short(text)}"
     try:
-        return date.fromisoformat(text), None
+        day = date.fromisoformat(text)
     except ValueError:
         return None, f"{name}: {text} is not a calendar day"
+    if not FIRST_YEAR <= day.year <= LAST_YEAR:  # 9999-12-31 + 1 day overflows the window
+        return None, f"{name}: expected a year from {FIRST_YEAR} to {LAST_YEAR}, got {day.year}"
+    return day, None
 
 
 def _tag(text: str | None, what: str) -> tuple[str | None, str | None]:

@@ -22,8 +22,8 @@ PER_VARIANT = ("speedup", "compile time s", "memory ratio")
 FIGURE_WORDS = {"speedup": "speedup (×)", "compile time s": "cold compile (s)",
                 "memory ratio": "memory compression (×)", "passes": "passes"}
 # what a meeting reads first on the left (a wide table scrolls), the run's details after
-CHANGE_COLUMNS = ["verdict", "change %", "config", "variant", "figure", "old → new", "p", "runs",
-                  "compare", "appeared at", "commit", "torch"]
+CHANGE_COLUMNS = ["verdict", "change %", "figure", "variant", "compare", "old → new", "config",
+                  "p", "runs", "appeared at", "commit", "torch"]
 
 
 def fmt_value(value: Any, figure: str) -> str:

@@ -179,6 +179,8 @@ def test_review_params_valid():
 @pytest.mark.parametrize("params, fragment", [
     ({"since": "yesterday"}, "expected a day as YYYY-MM-DD"),
     ({"since": "2026-02-30"}, "not a calendar day"),
+    ({"until": "9999-12-31"}, "expected a year from 1970"),
+    ({"since": "0001-01-01"}, "expected a year from 1970"),
     ({"until": "２０２６-11-01"}, "expected a day"),
     ({"tag": "a\x1bb"}, "control character"),
     ({"tag": "x" * 5000}, "longer than"),

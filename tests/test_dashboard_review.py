@@ -59,6 +59,17 @@ def test_review_page_headline_trend_and_changes(db):
     assert any(b.label.startswith("Export the review") for b in at.get("download_button"))
 
 
+def test_review_page_trends_per_config_can_be_picked(db):
+    import_runs(db, week_of_runs() + [make_run("2026-11-03", ["nightly"], model="mlp_b")])
+    at = app("review", tag="nightly")
+    no_exceptions(at)
+    assert len(at.get("plotly_chart")) == 2
+    pick = next(m for m in at.multiselect if m.label == "Configs to draw")
+    pick.set_value(pick.value[:1]).run()
+    no_exceptions(at)
+    assert len(at.get("plotly_chart")) == 1
+
+
 def test_review_page_suite_param_and_window(db):
     import_runs(db, week_of_runs(tag="suite:ci-small"))
     at = app("review", suite="ci-small", since="2026-11-05")
@@ -146,3 +157,15 @@ def test_several_runs_have_no_baseline_section(db):
     at = app("compare", runs=f"{ids[0]},{ids[3]}")
     no_exceptions(at)
     assert "Against its baseline" not in [h.value for h in at.header]
+
+
+def test_read_only_viewers_cannot_pin(db, monkeypatch):
+    from dashboard import auth
+
+    monkeypatch.setenv(auth.ROLE_ENV, "readonly")
+    ids = import_runs(db, week_of_runs())
+    at = app("compare", runs=str(ids[2]))
+    no_exceptions(at)
+    pin = next(b for b in at.button if b.label == "Pin this run as its config's baseline")
+    assert pin.disabled
+    assert list_baselines(db) == []

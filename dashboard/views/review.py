@@ -50,7 +50,11 @@ if not tag:
     st.info("Pick a tag or a suite above.")
     st.stop()
 
-review = data_review.review(tag, *query.window)
+try:
+    review = data_review.review(tag, *query.window)
+except Exception as exc:  # noqa: BLE001 - said on the page, never a traceback
+    st.error(f"Could not read the runs tagged {safe.md(tag, 120)}: {safe.md(exc, 500)}")
+    st.stop()
 if review.run_count == 0:
     st.info(f"No finished run is tagged {safe.md(tag, 120)} in this window.")
     st.stop()
@@ -79,21 +83,38 @@ else:
                "the test does not establish; each against the previous run of its config.")
     st.dataframe(safe.frame(changes), hide_index=True, key="review-changes",
                  column_config={"compare": st.column_config.LinkColumn(
-                     "compare", display_text="open compare"),
+                     "compare", display_text="open", width="small"),
                      "change %": st.column_config.NumberColumn("change", format="%+.1f%%"),
                      "config": st.column_config.TextColumn("config", width="medium")})
 
+
+
+@st.fragment
+def trends() -> None:
+    """The trend charts; picking configs reruns only this part (the judging is cached)."""
+    labels = {t.key: t.label for t in review.trends}
+    keys = list(labels)
+    shown = keys
+    if len(keys) > 1:
+        shown = st.multiselect("Configs to draw", keys, default=keys[:MAX_TRENDS],
+                               format_func=labels.get, key="review-configs",
+                               max_selections=MAX_TRENDS)
+    by_key = {t.key: t for t in review.trends}
+    for key in shown:
+        widgets.show_figure(charts_review.trend_figure(by_key[key]), f"review-trend-{key}")
+
+
 st.header("Trend of each config", anchor="trends")
-figures = [charts_review.trend_figure(t) for t in review.trends[:MAX_TRENDS]]
 if len(review.trends) > MAX_TRENDS:
-    st.caption(f"The first {MAX_TRENDS} of {len(review.trends)} configs are drawn.")
-for i, fig in enumerate(figures):
-    widgets.show_figure(fig, f"review-trend-{i}")
+    st.caption(f"{len(review.trends)} configs: the first {MAX_TRENDS} are drawn; pick others "
+               f"below (the HTML export holds the first {MAX_TRENDS}).")
+trends()
 
 st.download_button(
     "Export the review as an HTML report", key="review-html", on_click="ignore",
     icon=":material/description:", mime="text/html",
     file_name="compilelab-review.html",
     data=lambda: report_review.build_review_report(
-        review, figures, _link, permalink=widgets.permalink("review", **query.params())),
+        review, [charts_review.trend_figure(t) for t in review.trends[:MAX_TRENDS]], _link,
+        permalink=widgets.permalink("review", **query.params())),
     help="One self-contained file (plotly.js embedded): opens offline, fit to attach.")
