@@ -112,14 +112,19 @@ def trend_figure(trend: ConfigTrend) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=[_time(p.created_at) for p in hits],
             y=[p.speedup if p.speedup is not None else low * 0.9 for p in hits],
-            # which figure changed, beside the mark: a compile-time change sits on the
-            # speedup line too (the run is where it appeared)
-            mode="markers+text", text=[_figures(p, word) for p in hits],
-            textposition="top center", textfont={"color": colour, "size": 11},
-            name=f"{name} appeared here",
+            mode="markers", name=f"{name} appeared here",
             marker={"symbol": symbol, "size": 16, "color": colour,
                     "line": {"width": 1, "color": "white"}},
             hovertext=[_hover(p, trend.label) for p in hits], hoverinfo="text"))
+        for p in hits:
+            # which figure changed, above the mark on a white label (the whiskers pass
+            # there): a compile-time change sits on the speedup line too, at its run
+            fig.add_annotation(x=_time(p.created_at),
+                               y=p.speedup if p.speedup is not None else low * 0.9,
+                               text=_figures(p, word), showarrow=True, arrowhead=0, ax=0,
+                               ay=-26 if word == "improved" else 26, arrowcolor=colour,
+                               font={"color": colour, "size": 11},
+                               bgcolor="rgba(255,255,255,0.9)", bordercolor=colour)
     fig.add_hline(y=1.0, line={"color": EAGER, "dash": "dot", "width": 1})
     _layout(fig, title, TIME_AXIS, SPEEDUP_AXIS,
             # short enough for the HTML report at A4 width (a subtitle does not wrap)
