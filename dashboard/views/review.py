@@ -5,6 +5,8 @@ dashboard/report_review.py."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import streamlit as st
 
 from dashboard import charts_review, data_review, report_review, review_tables, safe, widgets
@@ -60,8 +62,14 @@ if review.run_count == 0:
     st.stop()
 
 
+# Built now, in the script run: the export's data callable runs later, outside it.
+COMPARE_URL = widgets.permalink("compare")
+REVIEW_URL = widgets.permalink("review", **query.params())
+
+
 def _link(old: int, new: int) -> str:
-    return widgets.permalink("compare", runs=f"{old},{new}")
+    """The compare page of two runs (the URL format of widgets.permalink)."""
+    return f"{COMPARE_URL}?{urlencode({'runs': f'{old},{new}'})}"
 
 
 st.caption(f"{review.run_count} finished run(s) of {len(review.trends)} config(s)"
@@ -116,5 +124,5 @@ st.download_button(
     file_name="compilelab-review.html",
     data=lambda: report_review.build_review_report(
         review, [charts_review.trend_figure(t) for t in review.trends[:MAX_TRENDS]], _link,
-        permalink=widgets.permalink("review", **query.params())),
+        permalink=REVIEW_URL),
     help="One self-contained file (plotly.js embedded): opens offline, fit to attach.")
