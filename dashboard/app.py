@@ -58,6 +58,8 @@ pages = [
             url_path="compare"),
     st.Page(widgets.PAGE_SWEEP, title="Sweep", icon=":material/show_chart:", url_path="sweep"),
     st.Page(widgets.PAGE_MODELS, title="Models", icon=":material/search:", url_path="models"),
+    st.Page(widgets.PAGE_REVIEW, title="Review", icon=":material/rate_review:",
+            url_path="review"),
 ]
 # Navigation first, even before signing in (hidden then): the page and query params of a
 # permalink survive the password page, so signing in lands on the page the link named.

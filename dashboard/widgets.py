@@ -19,6 +19,7 @@ PAGE_RUNS = "views/runs.py"
 PAGE_COMPARE = "views/compare.py"
 PAGE_SWEEP = "views/sweep.py"
 PAGE_MODELS = "views/models.py"
+PAGE_REVIEW = "views/review.py"
 ACTIVE = ("queued", "running")
 FINAL = ("done", "failed", "cancelled")
 STATUS_ICON = {"queued": ":material/schedule:", "running": ":material/autorenew:",

@@ -44,6 +44,7 @@ PAGES: list[tuple[str, str, int]] = [
     ("compare_graph_breaks", "compare?runs=3", 8),
     ("compare_sweep_and_bert", "compare?runs=4,8", 10),
     ("sweep_varying_seq", "sweep?runs=4", 3),
+    ("review_repeat_mlp", "review?tag=repeat-mlp", 1),
 ]
 REPORT_RUNS = (1, 2)
 _OVERFLOW_JS = """() => [document.scrollingElement,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import (
+    baseline_view,
     charts,
     data,
     decode_view,
@@ -81,6 +82,9 @@ for _, r in runs.iterrows():
             st.markdown(v.as_markdown())
         elif r["status"] in widgets.ACTIVE:
             st.caption("Results appear here as each variant finishes.")
+
+if len(runs) == 1:  # a single run: against its config's baseline (dashboard/baseline_view.py)
+    baseline_view.render(int(runs.iloc[0]["run_id"]), str(runs.iloc[0]["status"]))
 
 if variants.empty:
     st.info("No variant has finished yet.")

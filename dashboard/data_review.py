@@ -1,0 +1,79 @@
+"""Reads and writes of the baseline section and the Review page (the door to storage/ for
+them, as dashboard/data.py is for the other pages), with Streamlit caching.
+
+Judging runs costs a few queries per run plus the gate's tests; the results are cached for a
+few seconds like every other read, keyed by the database URL and the (validated) selection.
+A pin clears these caches and data.py's, so the page that pinned shows the new baseline at once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import streamlit as st
+
+from dashboard import data
+from engine.review import BaselineCheck, Review
+
+REVIEW_TTL_S = 10
+
+
+@st.cache_data(ttl=data.LOAD_TTL_S, show_spinner=False)
+def _against_baseline(url: str | None, run_id: int) -> BaselineCheck:
+    from engine.review import against_baseline
+
+    return against_baseline(data._database(url), run_id)
+
+
+def against_baseline(run_id: int) -> BaselineCheck:
+    """``engine.review.against_baseline`` for this run (cached briefly)."""
+    return _against_baseline(data.db_url(), int(run_id))
+
+
+@st.cache_data(ttl=REVIEW_TTL_S, show_spinner="Judging the runs of the window…")
+def _review(url: str | None, tag: str, since: datetime | None, until: datetime | None
+            ) -> Review:
+    from engine.review import load_window, review
+
+    runs, truncated = load_window(data._database(url), tag, since, until)
+    return review(runs, tag, since=since.date().isoformat() if since else None,
+                  until=until.date().isoformat() if until else None, truncated=truncated)
+
+
+def review(tag: str, since: datetime | None, until: datetime | None) -> Review:
+    """``engine.review.review`` of the finished runs tagged ``tag`` in the window."""
+    return _review(data.db_url(), tag, since, until)
+
+
+@st.cache_data(ttl=data.LIST_TTL_S, show_spinner=False)
+def _tags(url: str | None) -> list[str]:
+    from storage.queries import list_runs
+
+    runs = list_runs(data._database(url), limit=data.RUNS_PAGE_LIMIT)
+    seen: dict[str, int] = {}
+    for tags in runs.get("tags", []):
+        for tag in tags if isinstance(tags, list) else []:
+            seen[tag] = seen.get(tag, 0) + 1
+    return sorted(seen, key=lambda t: (-seen[t], t))
+
+
+def tags() -> list[str]:
+    """The tags of the recent runs, most used first (the Review page's choices)."""
+    return _tags(data.db_url())
+
+
+def clear_caches() -> None:
+    _against_baseline.clear()
+    _review.clear()
+    _tags.clear()
+    data.clear_caches()
+
+
+def pin_run(run_id: int) -> str:
+    """Pin a finished run as its config's baseline (``storage.selection.pin_run``); returns the
+    config key. ValueError (not finished) and RunNotFound carry a message for the user."""
+    from storage.selection import pin_run as _pin
+
+    key = _pin(data.database(), int(run_id))
+    clear_caches()
+    return key
