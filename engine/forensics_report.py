@@ -139,3 +139,22 @@ def lines(rows: list[dict[str, Any]]) -> list[str]:
                 f"{k} {v:.2f}" for k, v in seg.items()))
         out += lost_time_lines(row)
     return out
+
+
+def trace_lines(run_id: int, rows: list[dict[str, Any]], artifacts: list[dict[str, Any]]
+                ) -> list[str]:
+    """What spec ``keep_trace`` kept per compiled variant (name, size, how to get it) or why
+    it kept nothing. ``artifacts``: storage.artifacts.list_artifacts of the run."""
+    out: list[str] = []
+    kept = {a["variant"]: a for a in artifacts if a.get("kind") == "torch_trace"}
+    for row in rows:
+        v = row.get("variant")
+        a = kept.get(v)
+        if a is not None:
+            note = f"; {a['note']}" if a.get("note") else ""
+            out.append(f"  TORCH_TRACE [{v}]: kept as {a['name']} ({a['size'] / 1024:.1f} KiB "
+                       f"gzip{note}): python -m engine trace {run_id} {v} -o t.log.gz; "
+                       "gunzip t.log.gz; tlparse t.log")
+        elif (row.get("torch_trace") or {}).get("error"):
+            out.append(f"  TORCH_TRACE [{v}]: not kept: {row['torch_trace']['error']}")
+    return out
