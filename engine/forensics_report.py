@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from engine import known_errors
+
 # The counters shown in the one-line summary (torch's names); every counter is in --json.
 SHOWN = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass",
          "autograd_cache_hit", "autograd_cache_miss", "autograd_cache_bypass")
@@ -95,13 +97,20 @@ def startup_line(row: dict[str, Any]) -> str | None:
     s = row.get("startup")
     if not s:
         return None
-    parts = []
+    parts: list[str] = []
+    problems: list[str] = []
     for key, label in STRATEGIES:
         entry = s.get(key) or {}
         v = _num(entry.get("time_to_first_call_s"))
-        parts.append(f"{label} {v:.2f} s" if v is not None else
-                     f"{label} {entry.get('error') or 'not measured'}")
-    return f"  start-up [{row['variant']}] (time to first call): " + " | ".join(parts)
+        error = known_errors.startup_error(key, entry)
+        if v is not None:
+            parts.append(f"{label} {v:.2f} s" + (" (then failed, below)" if error else ""))
+        else:
+            parts.append(f"{label} {'failed, below' if error else 'not measured'}")
+        if error:
+            problems.append(f"  start-up [{row['variant']}] {label}: {error[:1500]}")
+    return "\n".join([f"  start-up [{row['variant']}] (time to first call): " + " | ".join(parts),
+                      *problems])
 
 
 def roofline_line(row: dict[str, Any]) -> str | None:

@@ -93,19 +93,26 @@ def collect(directory: Path, variant: str, cap: int = MAX_STORED_BYTES
         return {"error": "torch wrote no trace log (nothing compiled in the cold process?)"}, None
     main = logs[0]
     buf = io.BytesIO()
-    read = 0
+    read = pending = 0
     truncated = False
+    flush_every = max(min(2**20, cap // 4), 1024)
     # mtime=0 and no file name in the header: the same log gives the same bytes.
     with open(main, "rb") as f, gzip.GzipFile(filename="", mode="wb", fileobj=buf,
                                                mtime=0) as gz:
         for line in f:
-            # buf.tell() is what is compressed so far; a line never compresses to more than
-            # itself plus a few bytes, so this keeps the stored size under the cap.
-            if buf.tell() + len(line) + 64 > cap or read + len(line) > MAX_READ_BYTES:
+            # buf holds what zlib has emitted; ``pending`` bytes since the last flush are
+            # still inside zlib and compress to at most about themselves, so the stored size
+            # stays under the cap (the 64 bytes cover the flush markers and gzip's trailer).
+            if (buf.tell() + pending + len(line) + 64 > cap
+                    or read + len(line) > MAX_READ_BYTES):
                 truncated = True
                 break
             gz.write(line)
             read += len(line)
+            pending += len(line)
+            if pending >= flush_every:
+                gz.flush()  # zlib sync flush: buf.tell() now counts everything written
+                pending = 0
     data = buf.getvalue()
     meta: dict[str, Any] = {"name": f"torch_trace-{trace_dir(Path('.'), variant).name[6:]}.log.gz",
                             "size": len(data), "log_bytes": main.stat().st_size,
