@@ -103,11 +103,13 @@ def startup_line(row: dict[str, Any]) -> str | None:
         entry = s.get(key) or {}
         v = _num(entry.get("time_to_first_call_s"))
         error = known_errors.startup_error(key, entry)
+        # explained failures (and failures after a first call) get a line of their own
+        apart = error is not None and (v is not None or error != entry.get("error"))
         if v is not None:
             parts.append(f"{label} {v:.2f} s" + (" (then failed, below)" if error else ""))
         else:
-            parts.append(f"{label} {'failed, below' if error else 'not measured'}")
-        if error:
+            parts.append(f"{label} {'failed, below' if apart else error or 'not measured'}")
+        if apart:
             problems.append(f"  start-up [{row['variant']}] {label}: {error[:1500]}")
     return "\n".join([f"  start-up [{row['variant']}] (time to first call): " + " | ".join(parts),
                       *problems])

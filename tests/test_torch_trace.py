@@ -18,8 +18,9 @@ from engine.spec import SpecError, normalise
 from storage import artifacts, delete_runs, open_database
 from storage.db import alembic_config, create_db_engine, current_revision, resolve_url
 from storage.queue import claim_next_run, enqueue_run, finish_run
+from storage.results import save_variant_result
 from tests.conftest import FAST, run_cli
-from tests.test_storage_support import run_spec
+from tests.test_storage_support import run_spec, variant_result
 
 LINE = ('V1203 15:53:08.708000 8714 torch/_dynamo/convert_frame.py:1] {"dynamo_start": '
         '{"stack": []}, "frame_id": 0, "frame_compile_id": 0, "attempt": 0}\n')
@@ -107,6 +108,7 @@ def test_keep_trace_is_a_validated_measurement_option():
 def _finished_run(db):
     run_id = enqueue_run(db, run_spec())
     claim_next_run(db, "w")
+    save_variant_result(db, run_id, variant_result("default"))
     finish_run(db, run_id, "done", worker_id="w")
     return run_id
 
@@ -197,6 +199,11 @@ def test_trace_command_exit_codes(tmp_path):
     assert json.loads(p.stdout)["artifacts"][0]["size"] == len(data)
     p = run_cli("show", str(run_id), db_url=url)
     assert p.returncode == 0, p.stderr
+    assert f"TORCH_TRACE [default]: kept as run{run_id}-default-torch_trace.log.gz" in p.stdout
+    # a bundle carries results, not artifacts, and says so
+    p = run_cli("export", str(run_id), "-o", str(tmp_path / "b.json"), "--db", url)
+    assert p.returncode == 0, p.stderr
+    assert "torch_trace" in p.stderr and "not in the bundle" in p.stderr
 
 
 # ---------------------------------------------------------------- end to end, slow
