@@ -1,5 +1,5 @@
 """``python -m engine``: models | run | show | worker | cancel (and, from engine/cli_more.py,
-gate | export | import | rerun | baseline | suite).
+gate | export | import | rerun | baseline | suite | recommend | trace).
 
 Bad input gets one clear line on stderr and exit code 2, and nothing is stored: the spec, tags
 and note are validated completely (including the device, the backend and user factories) before
