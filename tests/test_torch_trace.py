@@ -238,3 +238,30 @@ def test_keep_trace_stores_torchs_structured_log_and_a_run_without_it_stores_non
     shown = json.loads(run_cli("show", "2", "--json", db_url=db_url).stdout)
     assert shown["artifacts"] == []
     assert all(not x.get("torch_trace") for x in shown["variants"])
+
+
+CHILD = """
+import os, sys
+import torch  # imported before TORCH_TRACE is set, as in a fork of the preloaded server
+from engine import torch_trace
+os.environ["TORCH_TRACE"] = sys.argv[1]
+assert torch_trace.enable_in_child() is None
+torch.compile(lambda x: x.sin() + 1, backend="eager")(torch.ones(3))
+torch_trace.flush()
+os._exit(0)  # as the child ends: no interpreter teardown to flush for us
+"""
+
+
+def test_a_child_that_imported_torch_first_still_writes_the_trace(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    p = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)], cwd=ROOT, timeout=300,
+                       capture_output=True, text=True, env={"PYTHONPATH": str(ROOT),
+                                                            "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    meta, data = torch_trace.collect(tmp_path, "default")
+    assert data is not None, meta
+    assert '"dynamo_start"' in gzip.decompress(data).decode()
