@@ -14,6 +14,7 @@ names) is passed through ``safe.plotly_text``.
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 import pandas as pd
@@ -21,6 +22,7 @@ import plotly.graph_objects as go
 
 from dashboard import safe
 from dashboard.charts import _labels, _layout, _ok, empty_figure
+from engine import known_errors
 from engine.forensics_report import SHOWN, STRATEGIES, phase_segments
 
 PHASE_COLOURS = {"dynamo (trace, guards)": "#4c78a8", "AOTAutograd": "#72b7b2",
@@ -79,6 +81,15 @@ def compile_phases(variants: pd.DataFrame) -> go.Figure:
 STARTUP_TITLE = "Start-up strategies: time to first call (s)"
 
 
+def _wrapped(text: str | None, width: int = 90, limit: int = 900) -> str:
+    """Hover text for a strategy's error: escaped, then broken into lines (a Plotly hover
+    does not wrap by itself)."""
+    if not text:
+        return ""
+    lines = textwrap.wrap(text[:limit], width)
+    return "<br>" + "<br>".join(safe.plotly_text(line) for line in lines)
+
+
 def startup_strategies(variants: pd.DataFrame) -> go.Figure:
     """Grouped bars per compiled variant: cold, warm local cache, portable cache artifacts
     (fresh process, empty cache, ``load_cache_artifacts``) and regional compilation."""
@@ -96,7 +107,7 @@ def startup_strategies(variants: pd.DataFrame) -> go.Figure:
         for s in df["startup"]:
             entry = (s or {}).get(key) or {}
             ys.append(_num(entry.get("time_to_first_call_s")))
-            notes.append(safe.plotly_text(entry.get("error") or ""))
+            notes.append(_wrapped(known_errors.startup_error(key, entry)))
         fig.add_bar(name=name, x=labels, y=ys, marker_color=STRATEGY_COLOURS[key],
                     customdata=notes, text=[f"{y:.2f}" if y is not None else "n/a" for y in ys],
                     textposition="outside",

@@ -198,6 +198,24 @@ def export_bundle(run_ids: Sequence[int]) -> dict:
     return bundle.export_bundle(database(), [int(r) for r in run_ids])
 
 
+def list_artifacts(run_ids: Sequence[int]) -> list[dict]:
+    """The files the runs kept (storage/artifacts.py), without their bytes, each with its run."""
+    from storage import artifacts
+
+    out: list[dict] = []
+    for run_id in dict.fromkeys(int(r) for r in run_ids):
+        out += [{**a, "run_id": run_id} for a in artifacts.list_artifacts(database(), run_id)]
+    return out
+
+
+def artifact_loader(run_id: int, variant: str, kind: str):
+    """A callable for ``st.download_button``: reads the bytes only when the user clicks (size
+    capped by storage), never unpacked here."""
+    from storage import artifacts
+
+    return lambda: artifacts.read_artifact(database(), int(run_id), str(variant), kind)[1]
+
+
 def delete_runs(run_ids: Sequence[int]) -> int:
     """Delete finished or queued runs (storage refuses running ones with a ValueError)."""
     from storage import results

@@ -8,7 +8,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import charts_forensics, safe, widgets
+from dashboard import charts_forensics, data, safe, widgets
+from engine import known_errors
+from engine.forensics_report import STRATEGIES
 
 
 def render(variants: pd.DataFrame) -> list[go.Figure]:
@@ -18,6 +20,7 @@ def render(variants: pd.DataFrame) -> list[go.Figure]:
     c1, c2 = st.columns(2)
     widgets.show_figure(figures["compile_phases"], "fig-compile-phases", c1)
     widgets.show_figure(figures["startup_strategies"], "fig-startup", c2)
+    startup_errors(variants)
     widgets.show_figure(figures["lost_time"], "fig-lost-time")
     caches = charts_forensics.cache_table(variants)
     if not caches.empty:
@@ -29,4 +32,37 @@ def render(variants: pd.DataFrame) -> list[go.Figure]:
     for _, r in missed.iterrows():
         st.warning(safe.md(f"#{r['run_id']} {r['variant']}: the warm-cache compile missed: "
                            f"{r.get('warm_cache_miss_reason')}", 2000))
+    if "run_id" in variants.columns:
+        trace_downloads(sorted(set(variants["run_id"].dropna().astype(int))))
     return list(figures.values())
+
+
+def startup_errors(variants: pd.DataFrame) -> None:
+    """Each start-up strategy that failed, with the explanation of a known torch error
+    (engine/known_errors.py) before torch's own message, as plain text."""
+    if "startup" not in variants.columns:
+        return
+    for _, r in variants.iterrows():
+        entries = r.get("startup") if isinstance(r.get("startup"), dict) else {}
+        for key, label in STRATEGIES:
+            text = known_errors.startup_error(key, entries.get(key))
+            if text:
+                st.warning(safe.md(f"#{r.get('run_id')} {r['variant']}, {label}: {text}", 2000))
+
+
+def trace_downloads(run_ids: list[int]) -> None:
+    """A download button per kept TORCH_TRACE log (runs made with "Keep TORCH_TRACE log").
+    The file name is storage's sanitised ``download_name``, never the stored name."""
+    kept = [a for a in data.list_artifacts(run_ids) if a.get("kind") == "torch_trace"]
+    if not kept:
+        return
+    st.markdown("**TORCH_TRACE logs** (gzipped; `gunzip`, then open with `tlparse`, or attach "
+                "to an upstream report)")
+    for a in kept:
+        note = f" — {a['note']}" if a.get("note") else ""
+        st.download_button(
+            safe.md(f"#{a['run_id']} {a['variant']}: {a['name']} ({a['size'] / 1024:.1f} KiB)"
+                    f"{note}", 300),
+            data.artifact_loader(a["run_id"], a["variant"], "torch_trace"),
+            file_name=a["name"], mime="application/gzip",
+            key=f"trace-{a['run_id']}-{a['name']}")

@@ -54,6 +54,7 @@ class RunRequest:
     seed: int = _DEFAULTS["seed"]
     profile: bool = _DEFAULTS["profile"]
     warm_cache: bool = _DEFAULTS["warm_cache"]
+    keep_trace: bool = _DEFAULTS["keep_trace"]
     step: str = _DEFAULTS["step"]
     optimizer: str = _DEFAULTS["optimizer"]
     optimizer_impl: str = _DEFAULTS["optimizer_impl"]
@@ -278,6 +279,7 @@ def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
         "seed": seed,
         "profile": bool(req.profile),
         "warm_cache": bool(req.warm_cache),
+        "keep_trace": bool(req.keep_trace),
         "step": req.step,
         "require_gpu": req.require_gpu or None,
         "require_torch": req.require_torch or None,

@@ -326,7 +326,8 @@ def bundle_download(run_ids: Sequence[int], key: str) -> None:
         f"Export {len(ids)} run(s) as JSON bundle", data=lambda: bundle_bytes(ids),
         file_name=name, mime="application/json", key=key, icon=":material/inventory_2:",
         on_click="ignore",
-        help="Everything needed to re-open these runs elsewhere (Runs page → Import bundle).")
+        help="Everything needed to re-open these runs elsewhere (Runs page → Import bundle). "
+        "Kept TORCH_TRACE logs are not in the bundle: download them from the run.")
 
 
 def bundle_import(key: str = "bundle") -> None:

@@ -40,6 +40,7 @@ from engine import (  # noqa: E402
     shape_mix,
     signals,
     startup,
+    torch_trace,
 )
 from engine.catalogue import get_model, load_factory  # noqa: E402
 from engine.hostload import HostLoad, settle_compile_workers  # noqa: E402
@@ -532,7 +533,10 @@ def main(argv: list[str]) -> int:
         return 2
     with open(argv[0]) as f:
         spec = json.load(f)
+    trace_problem = torch_trace.enable_in_child()  # spec keep_trace (engine/torch_trace.py)
     result = measure(spec, Progress(os.environ.get("COMPILELAB_PROGRESS")))
+    if trace_problem:
+        result["torch_trace"] = {"error": trace_problem}
     tmp = argv[1] + ".tmp"
     with open(tmp, "w") as f:
         json.dump(result, f, default=str)
@@ -540,6 +544,7 @@ def main(argv: list[str]) -> int:
     # The result is on disk: skip the interpreter's teardown (torch's atexit hooks, module
     # finalisers), which took about 1.8 s a process on this project's 2-core machine and
     # measures nothing. Anything the process started dies with its process group (runner).
+    torch_trace.flush()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -1,5 +1,5 @@
 """``python -m engine``: models | run | show | worker | cancel (and, from engine/cli_more.py,
-gate | export | import | rerun | baseline | suite).
+gate | export | import | rerun | baseline | suite | recommend | trace).
 
 Bad input gets one clear line on stderr and exit code 2, and nothing is stored: the spec, tags
 and note are validated completely (including the device, the backend and user factories) before
@@ -137,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--startup-strategies", action="store_true", help="also measure start-up "
                    "strategies per compiled variant: portable cache artifacts and regional "
                    "compilation, beside cold and warm local cache (two more processes each)")
+    r.add_argument("--keep-trace", action="store_true", help="keep torch's TORCH_TRACE log of "
+                   "each compiled variant's cold compile with the run (python -m engine trace "
+                   "RUN VARIANT -o FILE; open it in tlparse); logging adds to that compile")
     r.add_argument("--step", choices=STEPS, default=DEFAULTS["step"],
                    help="what one timed call is: a forward (inference) or a training step "
                         "(forward, loss, backward, optimizer step on a fixed batch)")
@@ -302,6 +305,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "processes": args.processes, "max_processes": args.max_processes,
         "target_halfwidth": args.target_halfwidth, "process_budget_s": args.process_budget,
         "concurrency": args.concurrency, "startup": args.startup_strategies,
+        "keep_trace": args.keep_trace,
         "step": args.step, "optimizer": args.optimizer, "optimizer_impl": args.optimizer_impl,
         "lr": args.lr, "autocast": args.autocast, "accuracy_steps": args.accuracy_steps,
         "accuracy_multiplier": args.accuracy_multiplier, "accuracy_floor": args.accuracy_floor,

@@ -64,7 +64,21 @@ def cmd_export(args: argparse.Namespace) -> int:
         except OSError as e:
             raise ValueError(f"cannot write {args.output}: {e.strerror or e}") from None
         print(f"exported {len(bundle['runs'])} run(s) to {args.output}", file=sys.stderr)
+    _say_artifacts_left_out(args)
     return 0
+
+
+def _say_artifacts_left_out(args: argparse.Namespace) -> None:
+    """Bundles carry results, not the files a run kept (TORCH_TRACE logs): say which stay."""
+    from storage import open_database
+    from storage.artifacts import list_artifacts
+
+    db = open_database(args.db, create=False)
+    for run_id in args.run_ids:
+        for a in list_artifacts(db, run_id):
+            print(f"note: run {run_id} {a['variant']}: its {a['kind']} ({a['size']} bytes) is "
+                  f"not in the bundle: python -m engine trace {run_id} {a['variant']} -o FILE",
+                  file=sys.stderr)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

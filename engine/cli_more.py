@@ -1,6 +1,7 @@
 """The regression-catching commands of ``python -m engine``, wired into engine/cli.py with two
 calls (``add_parsers`` and ``dispatch``) so that file stays small: gate (engine/gate_cli.py),
-export, import, rerun and baseline (engine/cli_history.py), suite (engine/suite_cli.py)."""
+export, import, rerun and baseline (engine/cli_history.py), suite (engine/suite_cli.py),
+trace (engine/cli_trace.py)."""
 
 from __future__ import annotations
 
@@ -14,18 +15,20 @@ from engine.cli_history import (
     cmd_import,
     cmd_rerun,
 )
+from engine.cli_trace import add_trace_parser, cmd_trace
 from engine.gate_cli import add_gate_parser, cmd_gate
 from engine.recommend_cli import add_recommend_parser, cmd_recommend
 from engine.suite_cli import add_suite_parsers, cmd_suite
 
 COMMANDS = {"gate": cmd_gate, "export": cmd_export, "import": cmd_import, "rerun": cmd_rerun,
-            "baseline": cmd_baseline, "suite": cmd_suite, "recommend": cmd_recommend}
+            "baseline": cmd_baseline, "suite": cmd_suite, "recommend": cmd_recommend, "trace": cmd_trace}
 
 
 def add_parsers(sub: Any, run_id_type: Any) -> list[argparse.ArgumentParser]:
     """Add the commands; returns the parsers that take ``--db``."""
     return [add_gate_parser(sub), *add_history_parsers(sub, run_id_type),
-            *add_suite_parsers(sub), add_recommend_parser(sub, run_id_type)]
+            *add_suite_parsers(sub), add_recommend_parser(sub, run_id_type),
+            add_trace_parser(sub, run_id_type)]
 
 
 def dispatch(args: argparse.Namespace) -> int | None:

@@ -25,7 +25,7 @@ MEASUREMENT_OPTIONS = frozenset({
     "timeout_s", "profile", "warm_cache", "cross_check", "processes", "max_processes",
     "target_halfwidth", "process_budget_s", "grid_limit", "mix_requests", "concurrency",
     "startup", "require_gpu", "require_torch", "accuracy_steps", "accuracy_multiplier",
-    "accuracy_floor",
+    "accuracy_floor", "keep_trace",
 })
 # Options added after config keys were first stored (pinned baselines): left out while at their
 # default, so the keys of runs that do not use them stay what they were.

@@ -65,6 +65,10 @@ class RunSpec:
     # Start-up strategies side by side (engine/startup.py): two more processes per compiled
     # variant, portable cache artifacts and regional compilation, beside cold and warm.
     startup: bool = False
+    # Keep torch's structured compile log (TORCH_TRACE) of each compiled variant's cold compile,
+    # compressed, downloadable from the run for tlparse or an upstream report
+    # (engine/torch_trace.py). Logging adds to that compile's time.
+    keep_trace: bool = False
     # What is timed (engine/train_step.py): "inference" (forward under no_grad) or "train" (one
     # training step: forward, loss, backward, optimizer step on fixed data from the seed).
     step: str = "inference"
@@ -213,6 +217,9 @@ FIGURES: tuple[Figure, ...] = (
     _r("startup", "json", None, "start-up strategies (spec option startup): time to first "
        "call cold, warm local cache, portable cache artifacts, regional compilation",
        column=False),
+    _r("torch_trace", "json", None, "spec keep_trace: the cold compile's TORCH_TRACE log as "
+       "kept (name, stored gzip size, log bytes, truncated) or why none was kept; the bytes "
+       "are an artifact of the run (python -m engine trace)", column=False),
     _r("cache_artifacts", "json", None, "torch.compiler.save_cache_artifacts in the cold "
        "process: bytes, save seconds", column=False),
     _r("roofline", "json", None, "FLOPs per call (FlopCounterMode), bytes per call (estimate: "

@@ -113,8 +113,24 @@ def execute_run(
         else:
             save(result)
 
+    held_files: list[tuple[str, str, dict[str, Any], bytes]] = []
+
+    def save_file(variant: str, kind: str, meta: dict[str, Any], data: bytes) -> None:
+        from storage import artifacts
+
+        durable(f"saving the {kind} of {variant}", lambda: artifacts.save_artifact(
+            db, run_id, variant, kind, str(meta.get("name") or kind), data, meta.get("note")))
+
+    def keep_file(variant: str, kind: str, meta: dict[str, Any], data: bytes) -> None:
+        """An artifact (engine/torch_trace.py): held back like results once a stop came."""
+        if state["cancel"]:
+            held_files.append((variant, kind, meta, data))
+        else:
+            save_file(variant, kind, meta, data)
+
     beat(None, "building", 0.0, force=True)
-    res = run_variants(spec, on_progress=progress, should_cancel=should_cancel, on_result=store)
+    res = run_variants(spec, on_progress=progress, should_cancel=should_cancel, on_result=store,
+                       on_artifact=keep_file)
     if stop_requested() and not state["cancel"]:
         # The run goes back to the queue; a half-measured variant is not a result.
         return "interrupted"
@@ -134,4 +150,6 @@ def execute_run(
         return "lost"
     for r in held:
         save(r)
+    for f in held_files:
+        save_file(*f)
     return status

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from engine import known_errors
+
 # The counters shown in the one-line summary (torch's names); every counter is in --json.
 SHOWN = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass",
          "autograd_cache_hit", "autograd_cache_miss", "autograd_cache_bypass")
@@ -95,13 +97,22 @@ def startup_line(row: dict[str, Any]) -> str | None:
     s = row.get("startup")
     if not s:
         return None
-    parts = []
+    parts: list[str] = []
+    problems: list[str] = []
     for key, label in STRATEGIES:
         entry = s.get(key) or {}
         v = _num(entry.get("time_to_first_call_s"))
-        parts.append(f"{label} {v:.2f} s" if v is not None else
-                     f"{label} {entry.get('error') or 'not measured'}")
-    return f"  start-up [{row['variant']}] (time to first call): " + " | ".join(parts)
+        error = known_errors.startup_error(key, entry)
+        # explained failures (and failures after a first call) get a line of their own
+        apart = error is not None and (v is not None or error != entry.get("error"))
+        if v is not None:
+            parts.append(f"{label} {v:.2f} s" + (" (then failed, below)" if error else ""))
+        else:
+            parts.append(f"{label} {'failed, below' if apart else error or 'not measured'}")
+        if apart:
+            problems.append(f"  start-up [{row['variant']}] {label}: {error[:1500]}")
+    return "\n".join([f"  start-up [{row['variant']}] (time to first call): " + " | ".join(parts),
+                      *problems])
 
 
 def roofline_line(row: dict[str, Any]) -> str | None:
@@ -138,4 +149,23 @@ def lines(rows: list[dict[str, Any]]) -> list[str]:
             out.append(f"  compile phases [{row['variant']}] (cold, s): " + ", ".join(
                 f"{k} {v:.2f}" for k, v in seg.items()))
         out += lost_time_lines(row)
+    return out
+
+
+def trace_lines(run_id: int, rows: list[dict[str, Any]], artifacts: list[dict[str, Any]]
+                ) -> list[str]:
+    """What spec ``keep_trace`` kept per compiled variant (name, size, how to get it) or why
+    it kept nothing. ``artifacts``: storage.artifacts.list_artifacts of the run."""
+    out: list[str] = []
+    kept = {a["variant"]: a for a in artifacts if a.get("kind") == "torch_trace"}
+    for row in rows:
+        v = row.get("variant")
+        a = kept.get(v)
+        if a is not None:
+            note = f"; {a['note']}" if a.get("note") else ""
+            out.append(f"  TORCH_TRACE [{v}]: kept as {a['name']} ({a['size'] / 1024:.1f} KiB "
+                       f"gzip{note}): python -m engine trace {run_id} {v} -o t.log.gz; "
+                       "gunzip t.log.gz; tlparse t.log")
+        elif (row.get("torch_trace") or {}).get("error"):
+            out.append(f"  TORCH_TRACE [{v}]: not kept: {row['torch_trace']['error']}")
     return out

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine import forked, gates
+from engine import forked, gates, torch_trace
 from engine.environment import PROJECT_ROOT
 
 TAIL_BYTES = 4000
@@ -90,6 +90,7 @@ class ChildProcess:
             PYTHONUNBUFFERED="1",
         )
         env.pop(gates.ENV, None)
+        env.update(torch_trace.child_env(spec, variant, phase, workdir))  # spec keep_trace
         if self.gates:
             env.update(self.gates.env())
         if phase == "warm_cache" and index >= 2:

@@ -93,6 +93,9 @@ def run_json(db: Any, run_id: int) -> dict[str, Any]:
     if run is None:
         raise LookupError(f"no run {run_id} in {getattr(db, 'url', 'the database')}")
     run["verdict"] = decide(run["variants"], run_id).as_dict()
+    from storage.artifacts import list_artifacts
+
+    run["artifacts"] = list_artifacts(db, run_id)  # kept files, without their bytes
     return run
 
 
@@ -149,6 +152,7 @@ def format_run(db: Any, run_id: int) -> str:
                 at = f" at {rc['dim_value']:g}" if not _blank(rc.get("dim_value")) else ""
                 lines.append(f"  recompile [{r['variant']}]{at}: {rc['reason']}")
         lines += forensics_report.lines(rows)
+        lines += forensics_report.trace_lines(run_id, rows, run.get("artifacts") or [])
         lines += decode_report.lines(rows)
         lines.append(where_time_went(run))
         lines.append("Verdict:")

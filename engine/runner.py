@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine import forensics, gates, startup, stats
+from engine import forensics, gates, startup, stats, torch_trace
 from engine.eta import Eta, describe
 from engine.process import ChildProcess, run_child
 from engine.schedule import Job, decide, resolve
@@ -26,6 +26,8 @@ __all__ = ["run_child", "run_variants", "time_breakdown"]
 ProgressFn = Callable[[str, str, float], None]  # (variant, phase, overall fraction 0..1)
 CancelFn = Callable[[], bool]
 ResultFn = Callable[[dict[str, Any]], None]
+# (variant, kind, meta, bytes): a file the run keeps beside its results (engine/torch_trace.py)
+ArtifactFn = Callable[[str, str, dict[str, Any], bytes], None]
 TICK_S = 0.02
 
 
@@ -92,6 +94,7 @@ def run_variants(
     on_progress: ProgressFn = lambda v, p, f: None,
     should_cancel: CancelFn = lambda: False,
     on_result: ResultFn = lambda r: None,
+    on_artifact: ArtifactFn = lambda v, k, m, b: None,
 ) -> list[dict[str, Any]]:
     """Measure every variant of ``spec`` and return the results with statistics added.
 
@@ -173,6 +176,7 @@ def run_variants(
             return
         if job.index == 0:
             _first_process(child)
+            torch_trace.keep(spec, root, v, child, on_artifact)  # spec keep_trace
             results[v] = child
             if child.get("status") != "ok":
                 drop(v)

@@ -209,7 +209,8 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
         raise SpecError("compile modes other than 'default' need backend 'inductor'", "variants")
     if spec["dynamic"] is not None and not isinstance(spec["dynamic"], bool):
         raise SpecError("dynamic must be None, True or False", "dynamic")
-    for key in ("fullgraph", "cross_check", "profile", "warm_cache", "startup"):
+    for key in ("fullgraph", "cross_check", "profile", "warm_cache", "startup",
+                "keep_trace"):
         _flag(spec, key)
     _num(spec, "warmup_calls", 3, 1000, integer=True)
     _num(spec, "min_samples", 3, 100000, integer=True)

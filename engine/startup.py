@@ -118,14 +118,35 @@ def measure_strategy(phase: str, model: Any, inputs: tuple, run: dict[str, Any],
             out["blocks"] = len(blocks)
             out["block_class"] = type(blocks[0]).__name__
             fn = lambda: model(*inputs)  # noqa: E731
-        first_ms = timer.wall_ms(fn)
+        try:
+            first_ms = timer.wall_ms(fn)
+        except RuntimeError as e:
+            return _known_failure(out, e, watch)
     out["time_to_first_call_s"] = time.perf_counter() - t0
     out["first_call_s"] = first_ms / 1e3
     out["compile_cache"] = watch.result()
-    for _ in range(3):  # past cudagraph recording (reduce-overhead records on call 2)
-        timer.wall_ms(fn)
-    out["median_ms"] = statistics.median(timer.per_call_ms(fn) for _ in range(10))
+    try:
+        for _ in range(3):  # past cudagraph recording (reduce-overhead records on call 2)
+            timer.wall_ms(fn)
+        out["median_ms"] = statistics.median(timer.per_call_ms(fn) for _ in range(10))
+    except RuntimeError as e:  # the first call worked: its time stays, the failure is said
+        return _known_failure(out, e, None)
     return out
+
+
+def _known_failure(out: dict[str, Any], e: RuntimeError, watch: Any) -> dict[str, Any]:
+    """A failure torch raises for a reason we can explain (engine/known_errors.py) becomes the
+    strategy's result: torch's message kept, the explanation beside it. Any other error goes
+    on up (the process fails with it, as before)."""
+    from engine import known_errors
+
+    raw = f"{type(e).__name__}: {' '.join(str(e).split())[:600]}"
+    why = known_errors.explain(raw, strategy=out.get("strategy"), blocks=out.get("blocks"))
+    if why is None:
+        raise e
+    if watch is not None:
+        out["compile_cache"] = watch.result()
+    return {**out, "error": raw, "explanation": why}
 
 
 def run_strategies(spec: dict[str, Any], variants: list[str], results: dict[str, dict[str, Any]],

@@ -11,10 +11,16 @@ each command stays within 10 minutes on an H200 when given one or two models. ``
 each run (its forensics lines included), then one summary table. ``--table-only`` prints the
 table again from a database that came back from the GPU host. ``--device cpu --tiny`` runs the
 same on tiny shapes (how it is tested without a GPU).
+
+``--keep-trace DIR`` also keeps each compiled variant's TORCH_TRACE log (spec ``keep_trace``),
+writes each one back out of the database into DIR (as ``python -m engine trace`` does) and
+checks it: a gzip of torch's structured log with a ``dynamo_start`` envelope. The script exits
+1 when a compiled variant that measured has no such trace.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -22,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from engine.known_errors import startup_error  # noqa: E402
 from engine.report import format_run, run_json  # noqa: E402
 from engine.spec import normalise  # noqa: E402
 from scripts.acceptance_common import common_parser, measure  # noqa: E402
@@ -81,16 +88,48 @@ def summary(db, run_ids: list[int]) -> str:
                 f"{(str(cov.get('captured')) + '/' + str(cov.get('graphs'))) if cov else '-':>14s} "
                 f"{_f(cov.get('share_in_captured')) if cov else '-':>6s}  {lost}")
             for key in ("portable", "regional"):
-                if (st.get(key) or {}).get("error"):
-                    lines.append(f"{'':31s}{key}: {st[key]['error']}")
+                text = startup_error(key, st.get(key))  # a known torch error explained
+                if text:
+                    lines.append(f"{'':31s}{key}: {text}")
             if v.get("warm_cache_missed"):
                 lines.append(f"{'':31s}warm cache missed: {v.get('warm_cache_miss_reason')}")
     return "\n".join(lines)
 
 
+def check_traces(db, run_id: int, out_dir: Path) -> list[str]:
+    """Write each kept TORCH_TRACE of the run into ``out_dir`` and check it; returns the
+    problems (one line each; empty: every compiled variant that measured has its trace)."""
+    from storage.artifacts import list_artifacts, read_artifact
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    kept = {a["variant"]: a for a in list_artifacts(db, run_id)}
+    problems = []
+    for v in run_json(db, run_id)["variants"]:
+        if v["variant"] == "eager" or v["status"] != "ok":
+            continue
+        if v["variant"] not in kept:
+            problems.append(f"run {run_id} {v['variant']}: no trace kept "
+                            f"({(v.get('torch_trace') or {}).get('error')})")
+            continue
+        meta, data = read_artifact(db, run_id, v["variant"])
+        path = out_dir / meta["name"]
+        path.write_bytes(data)
+        text = gzip.decompress(data).decode("utf-8", "replace")
+        ok = '"dynamo_start"' in text
+        print(f"trace run {run_id} {v['variant']}: {path} {len(data)} bytes gzip, "
+              f"{len(text.splitlines())} lines, dynamo_start {'found' if ok else 'MISSING'}"
+              + (f", {meta['note']}" if meta.get("note") else ""), flush=True)
+        if not ok:
+            problems.append(f"run {run_id} {v['variant']}: the trace has no dynamo_start")
+    return problems
+
+
 def main() -> int:
     ap = common_parser(CONFIGS, "forensics")
     ap.add_argument("--table-only", action="store_true")
+    ap.add_argument("--keep-trace", default=None, metavar="DIR",
+                    help="keep each compiled variant's TORCH_TRACE log, write it into DIR and "
+                         "check it")
     args = ap.parse_args()
     db = open_database(args.db)
     if args.table_only:
@@ -98,6 +137,7 @@ def main() -> int:
         print(summary(db, [int(r) for r in runs["run_id"]]))
         return 0
     run_ids = []
+    problems: list[str] = []
     for model in [m for m in args.only.split(",") if m]:
         dims, dtype, variants = CONFIGS[model]
         budget = dict(BUDGET)
@@ -107,10 +147,13 @@ def main() -> int:
                           pipeline_k=3)
         spec = normalise({"model": model, "dims": dims, "dtype": dtype, "device": args.device,
                           "variants": variants, "backend": args.backend,
-                          "startup": model != "graph_breaks", **budget}, check_device=True)
+                          "startup": model != "graph_breaks",
+                          "keep_trace": bool(args.keep_trace), **budget}, check_device=True)
         rid = measure(db, spec, [TAG, args.device], "forensics-acceptance")
         run_ids.append(rid)
         print(format_run(db, rid), flush=True)
+        if args.keep_trace:
+            problems += check_traces(db, rid, Path(args.keep_trace))
     print()
     print(summary(db, run_ids))
     if args.bundle:
@@ -119,7 +162,11 @@ def main() -> int:
                if s in ("done", "failed", "cancelled")]
         Path(args.bundle).write_text(json.dumps(export_bundle(db, ids)))
         print(f"bundle of runs {ids} written to {args.bundle}")
-    return 0
+    for p in problems:
+        print(f"TRACE CHECK FAILED: {p}")
+    if args.keep_trace and not problems:
+        print("trace check: every compiled variant that measured kept its TORCH_TRACE log")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

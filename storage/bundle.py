@@ -25,6 +25,10 @@ fingerprints match (``storage/fingerprint.py``: model, ``created_at`` to the mic
 environment and every result; not tags or notes). ``import_bundle_result`` says which runs were
 new and which were already here.
 
+Files a run kept (the ``artifacts`` table: TORCH_TRACE logs) are not in a bundle: a bundle
+carries results. A variant's ``extra.torch_trace`` still names what was kept, and ``python -m
+engine export`` prints one note per artifact left out.
+
 Versions: 2 added ``eager_median_ms`` to the sweep points (``variants[].sweep[]``). Version 1
 bundles (without it) still import, with the field missing (null). The version is bumped for any
 addition because ``import_bundle`` refuses unknown keys: an older Compile Lab then says "version

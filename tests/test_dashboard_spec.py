@@ -28,7 +28,7 @@ def test_valid_request_builds_contract_spec():
     assert s["sweep"] is None and s["dynamic"] is None and s["backend"] == "inductor"
     assert set(s) == {"model", "dims", "sweep", "dtype", "device", "variants", "backend",
                       "dynamic", "fullgraph", "warmup_calls", "min_samples", "min_time_s",
-                      "max_time_s", "pipeline_k", "timeout_s", "seed", "profile", "warm_cache",
+                      "max_time_s", "pipeline_k", "timeout_s", "seed", "profile", "warm_cache", "keep_trace",
                       "step", "require_gpu", "require_torch", "grid_limit"}
     assert s["require_gpu"] is None and s["require_torch"] is None
     assert v.tags == ["nightly", "h200"]

@@ -216,6 +216,10 @@ with st.expander("Measurement budget"):
         profile = st.checkbox("Profiler pass (kernels per call)", value=True, key="profile")
         warm_cache = st.checkbox("Warm-cache compile (2nd process)", value=True,
                                  key="warm_cache")
+        keep_trace = st.checkbox("Keep TORCH_TRACE log", value=False, key="keep_trace",
+                                 help="Keep torch's structured compile log of each compiled "
+                                 "variant's cold compile, downloadable from the run (open it "
+                                 "with tlparse). Logging adds a little to that compile.")
 
 t1, t2 = st.columns([1, 2])
 tags = t1.text_input("Tags (comma-separated)", key="tags", placeholder="e.g. baseline, h200")
@@ -229,7 +233,7 @@ request = RunRequest(
     backend=backend, dynamic=DYNAMIC_CHOICES[dynamic_label], fullgraph=fullgraph,
     warmup_calls=warmup_calls, min_samples=min_samples, min_time_s=min_time,
     max_time_s=max_time, pipeline_k=pipeline_k, timeout_s=timeout, seed=seed, profile=profile,
-    warm_cache=warm_cache, step=step, optimizer=optimizer, optimizer_impl=optimizer_impl,
+    warm_cache=warm_cache, keep_trace=keep_trace, step=step, optimizer=optimizer, optimizer_impl=optimizer_impl,
     lr=float(lr), autocast=autocast, accuracy_steps=int(accuracy_steps),
     sweep_dim=None if sweep_dim == "(no sweep)" else sweep_dim,
     sweep_values=sweep_values, sweep_weights=sweep_weights, tags=tags, note=note,

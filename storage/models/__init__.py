@@ -1,5 +1,6 @@
 """Typed SQLAlchemy entities, one per file; importing this package registers them all."""
 
+from storage.models.artifact import Artifact
 from storage.models.base import (
     FAILURE_KINDS,
     FINAL_RUN_STATUSES,
@@ -19,6 +20,7 @@ from storage.models.worker import Worker
 
 __all__ = [
     "ALL_CONFIGS",
+    "Artifact",
     "FAILURE_KINDS",
     "FINAL_RUN_STATUSES",
     "RUN_STATUSES",
