@@ -277,3 +277,28 @@ def test_cli_plumbing_stores_cache_counters_per_compile_in_show_json(db_url):
     assert "lost_time" in v and isinstance(v["lost_time"]["items"], list)
     text = run_cli("show", "1", db_url=db_url).stdout
     assert "compile cache [default]: cold:" in text
+
+
+def test_frames_from_metrics_keeps_a_named_frame_when_torch_records_it_again(monkeypatch):
+    """On the H200 (torch 2.11) the compile metrics held "3/0" twice, the second record without
+    a code name; the account then lost the data-dependent break (its time read as Python)."""
+    import sys
+    import types
+
+    def metric(cid, co_name, line):
+        return types.SimpleNamespace(compile_id=cid, co_name=co_name,
+                                     co_filename=BREAKS if co_name else None,
+                                     co_firstlineno=line, entire_frame_compile_time_s=1.0)
+
+    records = [metric("0/0", "forward", 16), metric("0/0", None, None),
+               metric("1/0", "torch_dynamo_resume_in_forward_at_18", 18),
+               metric("2/0", "torch_dynamo_resume_in_forward_at_19", 19),
+               metric("3/0", "torch_dynamo_resume_in_forward_at_21", 21), metric("3/0", None, None)]
+    fake = types.SimpleNamespace(get_compilation_metrics=lambda: records)
+    monkeypatch.setitem(sys.modules, "torch._dynamo.utils", fake)
+    frames = losttime.frames_from_metrics()
+    assert frames["3/0"]["co_name"] == "torch_dynamo_resume_in_forward_at_21"
+    assert frames["0/0"]["file"] == BREAKS
+    out = losttime.account(_breaks_timeline(), frames, EXPLAINED, wall_ms=2.0)
+    lines = sorted(i["line"] for i in out["items"] if i["kind"] == "graph_break")
+    assert lines == [18, 19, 21]
