@@ -116,6 +116,11 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: st
          "yanchor": "top"}
     if subtitle:
         t["subtitle"] = {"text": subtitle, "font": {"size": 12}}
+    # The legend at the bottom takes its room from the plot: with a grid's nine configs in a
+    # half-width column (one entry per line) the plot itself was squeezed to ~100 px. Grow the
+    # figure by a line per entry past four (capped), so the plot keeps its height.
+    entries = sum(1 for tr in fig.data if tr.name and tr.showlegend is not False)
+    height = min(480 + 20 * max(entries - 4, 0), 960)
     fig.update_layout(
         title=t,
         xaxis_title=x_title,
@@ -126,7 +131,7 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: st
         legend={"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom",
                 "x": 0, "xanchor": "left"},
         margin={"t": 80, "l": 60, "r": 20},
-        height=480,
+        height=height,
         # Plotly shrinks a bar's label to fit the bar; in a narrow column with many bars that
         # gave unreadable 4-px labels. Below 10 px hide them: the hover still has the value.
         uniformtext={"minsize": 10, "mode": "hide"},

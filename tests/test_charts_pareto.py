@@ -62,3 +62,16 @@ def test_pareto_without_memory_says_why() -> None:
     assert empty_message(figs["pareto_compile"]) is None
     empty = pareto_figure(df.iloc[0:0])
     assert empty_message(empty) == "No finished variants."
+
+
+def test_a_long_legend_grows_the_figure_instead_of_squeezing_the_plot() -> None:
+    few = pareto_figure(grid_frame())
+    many_rows = pd.concat([grid_frame()] + [
+        grid_frame().assign(variant=grid_frame()["variant"] + f"@cfg{i}") for i in range(3)],
+        ignore_index=True)
+    many = pareto_figure(many_rows)
+    n_few = sum(1 for t in few.data if t.name)
+    n_many = sum(1 for t in many.data if t.name)
+    assert n_many > n_few > 0
+    assert few.layout.height == 480 + 20 * max(n_few - 4, 0)
+    assert many.layout.height == min(480 + 20 * (n_many - 4), 960) > few.layout.height
