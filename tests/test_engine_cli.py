@@ -55,6 +55,7 @@ def test_tiny_model_eager_and_real_inductor_compile(db_url):
     assert "default" in shown.stdout and "Verdict" in shown.stdout
 
 
+@pytest.mark.slow  # a real run through the CLI: 17-26 s here
 def test_graph_break_model_reports_each_break_with_file_and_line(db_url):
     p = run_cli("run", "--model", "graph_breaks", "--dim", "hidden=16", "--variants",
                 "eager,default", "--backend", "eager", "--no-warm-cache", *FAST, "--json",
@@ -72,6 +73,7 @@ def test_graph_break_model_reports_each_break_with_file_and_line(db_url):
     assert d["graph_break_count"] >= 3 and d["graph_count"] >= 2
 
 
+@pytest.mark.slow  # a real run through the CLI: 17-26 s here
 def test_sweep_of_varying_length_model_shows_recompile(db_url):
     p = run_cli("run", "--model", "varying_seq", "--dim", "seq=8,16,32", "--dim", "hidden=16",
                 "--dim", "heads=2", "--variants", "eager,default", "--backend", "eager",
@@ -86,6 +88,7 @@ def test_sweep_of_varying_length_model_shows_recompile(db_url):
     assert "size mismatch" in rec.iloc[0]["reason"]
 
 
+@pytest.mark.slow  # a real run through the CLI: 17-26 s here
 def test_plugin_model_from_operator_folder(db_url):
     env = {"COMPILELAB_PLUGIN_DIR": str(FIXTURES / "plugins")}
     listed = run_cli("models", env=env)
@@ -99,6 +102,7 @@ def test_plugin_model_from_operator_folder(db_url):
     assert (data["variants"]["status"] == "ok").all()
 
 
+@pytest.mark.slow  # a real run through the CLI: 17-26 s here
 def test_user_model_file_from_cli(db_url):
     p = run_cli("run", "--model", f"{USER}:tiny", "--variants", "eager,default", "--backend",
                 "aot_eager", "--no-warm-cache", *FAST, "--json", db_url=db_url)

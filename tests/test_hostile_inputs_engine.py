@@ -100,8 +100,13 @@ CLI_CASES = [
 ]
 
 
-@pytest.mark.parametrize("args,expect", [c[1:] for c in CLI_CASES],
-                         ids=[c[0] for c in CLI_CASES])
+# These reach a measuring child (10-20 s each here): the slow tier runs them.
+SLOW_CASES = {"backend-unknown", "factory-sys-exit-0", "factory-os-exit-0", "factory-not-a-model"}
+
+
+@pytest.mark.parametrize("args,expect", [
+    pytest.param(*c[1:], id=c[0], marks=[pytest.mark.slow] if c[0] in SLOW_CASES else [])
+    for c in CLI_CASES])
 def test_cli_bad_input_gets_one_line_and_exit_2(args, expect, tmp_path):
     (tmp_path / "corrupt.db").write_bytes(b"this is not SQLite " * 300)
     if any("real.db" in a for a in args):
