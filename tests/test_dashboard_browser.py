@@ -194,13 +194,14 @@ def test_permalink_as_first_request_draws_the_comparison(server, browser, shots)
     base, (mlp, pointwise, *_), _ = server
     page = _page(browser, f"{base}/compare?runs={mlp},{pointwise}")
     page.get_by_role("button", name="Download HTML report").wait_for(timeout=WAIT_MS)
-    _charts_drawn(page, 11)  # with compile phases (issue 14) and two Pareto charts (17)
+    # 12: with compile phases and the lost-time account (issue 14) and two Pareto charts (17)
+    _charts_drawn(page, 12)
     _no_exceptions(page)
     _shot(page, shots, "h200-compare-mlp-pointwise")
     assert page.get_by_text(re.compile(r"Run #\d+ · mlp .* · cuda · NVIDIA H200")).count() == 1
     assert page.get_by_text(re.compile(r"pointwise_chain .* · NVIDIA H200")).count() >= 1
     assert page.get_by_text(re.compile("compiled is slower than eager here")).count() == 1
-    assert page.get_by_text(re.compile(r"Latency:.*Ship default — 0\.0707 ms per call")).count() == 1
+    assert page.get_by_text(re.compile(r"Latency:.*Ship default — 0\.0928 ms per call")).count() == 1
     titles = _chart_titles(page)
     assert "Speedup over eager per variant (×, 95% CI)" in titles
     assert "Peak memory per variant (MiB)" in titles
@@ -208,7 +209,7 @@ def test_permalink_as_first_request_draws_the_comparison(server, browser, shots)
     with page.expect_download(timeout=60_000) as download:
         page.get_by_role("button", name="Download HTML report").click()
     html = Path(download.value.path()).read_text()
-    assert html.count('class="plotly-graph-div"') == 13  # the page's 11 and the forensics section's figures
+    assert html.count('class="plotly-graph-div"') == 13  # the report's sections, forensics included
     assert "NVIDIA H200" in html
     page.close()
 
@@ -238,7 +239,7 @@ def test_runs_permalink_restores_filters_and_selection(server, browser):
     assert page.get_by_text(re.compile(r"^\d+ of \d+ runs")).count() == 1
     button.click()
     page.wait_for_url(re.compile(rf"/compare\?runs={mlp}$"), timeout=WAIT_MS)
-    _charts_drawn(page, 11)
+    _charts_drawn(page, 12)
     _no_exceptions(page)
     page.close()
 
