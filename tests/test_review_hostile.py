@@ -4,24 +4,16 @@ tables and the HTML export."""
 
 from __future__ import annotations
 
-import pytest
 from review_support import import_runs, make_run
+from test_review import db  # noqa: F401  (fixture)
 
 from dashboard import charts_review, report_review, review_tables
 from engine.review import load_window, review
-from storage import open_database
 
 EVIL = "<img src=x onerror=alert(1)>"
 
 
-@pytest.fixture
-def db(tmp_path):
-    database = open_database(f"sqlite:///{tmp_path / 'r.db'}")
-    yield database
-    database.dispose()
-
-
-def test_non_text_commit_and_torch_neither_crash_nor_inject(db):
+def test_non_text_commit_and_torch_neither_crash_nor_inject(db):  # noqa: F811
     ids = import_runs(db, [make_run("2026-11-02", ["n"], commit=12345, torch={"v": EVIL}),
                            make_run("2026-11-04", ["n"], factor=0.6, commit=[EVIL], torch=7)])
     runs, _ = load_window(db, "n", None, None)
