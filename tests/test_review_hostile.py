@@ -26,3 +26,25 @@ def test_non_text_commit_and_torch_neither_crash_nor_inject(db):  # noqa: F811
     assert not table.empty and set(table["commit"]) <= {"12345", str([EVIL])[:12]}
     html = report_review.build_review_report(r, [fig], lambda old, new: "http://x/")
     assert EVIL not in html and "&lt;img" in html
+
+
+def test_the_review_cache_key_changes_whenever_the_window_does(db):  # noqa: F811
+    """The Review page keeps a judged window for minutes (judging 400 runs takes seconds) under
+    ``tagged_version``: it must change when a run joins or leaves the selection."""
+    from storage import delete_runs
+    from storage.results import set_tags
+    from storage.selection import tagged_version
+
+    assert tagged_version(db, "n") == (0, 0, 0)
+    ids = import_runs(db, [make_run("2026-11-02", ["n"]), make_run("2026-11-04", ["n"])])
+    seen = {tagged_version(db, "n")}
+    assert tagged_version(db, "n")[0] == 2
+    set_tags(db, ids[0], ["other"])  # untagged
+    seen.add(tagged_version(db, "n"))
+    set_tags(db, ids[0], ["n"])
+    delete_runs(db, [ids[1]])
+    seen.add(tagged_version(db, "n"))
+    assert len(seen) == 3
+    from datetime import UTC, datetime
+
+    assert tagged_version(db, "n", since=datetime(2026, 11, 3, tzinfo=UTC)) == (0, 0, 0)
