@@ -101,3 +101,12 @@ def one_line(text: object, limit: int = 1000) -> str:
     # reverses what follows; stored text (variant names, notes) reaches stderr through here.
     s = _UNPRINTABLE.sub(_escape_char, " ".join(s.split()))
     return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def terminal_text(text: object) -> str:
+    """``text`` (many lines) safe to print on a terminal: control characters other than line
+    ends and tabs, and bidi overrides, written as escapes as in ``one_line``. Stored text
+    (a bundle's ``environment.gpu``, an error, a note) may hold ``ESC ] 52`` (set the
+    clipboard) or ``ESC [ 2J``; ``engine show`` prints it through here."""
+    return _UNPRINTABLE.sub(lambda m: m.group() if m.group() in "\n\t" else _escape_char(m),
+                            str(text))

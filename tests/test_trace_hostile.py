@@ -129,3 +129,22 @@ def test_a_fork_drops_the_trace_handler_its_server_made_from_the_runners_environ
     assert "torch._logging._internal" in sys.modules
     assert torch_trace.enable_in_child() is None
     assert tl.trace_log.handlers == [other] and tl.LOG_TRACE_HANDLER is None
+
+
+def test_show_prints_stored_text_without_its_escape_sequences(tmp_path, capsys):
+    """A bundle's free-form ``environment`` strings reach ``engine show``: OSC 52 sets the
+    terminal's clipboard, CR rewrites the line already printed."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from review_support import import_runs, make_run
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    db = open_database(url)
+    run = make_run("2026-11-02", ["n"], commit="\x1b]52;c;ZXZpbA==\x07")
+    run["environment"]["gpu"] = "H200\rFAKE\u202e"
+    run["error"] = "boom\x1b[2J"
+    (run_id,) = import_runs(db, [run])
+    db.dispose()
+    assert main(["show", str(run_id), "--db", url]) == 0
+    out = capsys.readouterr().out
+    assert not {"\x1b", "\x07", "\r", "\u202e"} & set(out)
+    assert "H200\\x0dFAKE\\u202e" in out and "\n" in out
