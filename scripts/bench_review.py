@@ -32,10 +32,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2000)
     ap.add_argument("--configs", type=int, default=10, help="models (configs) to spread over")
+    ap.add_argument("--full-series", action="store_true",
+                    help="keep each run's sample series whole (as measured), not cut to 20")
     ap.add_argument("--db", type=Path, help="SQLite file: filled when new, reused when it exists")
     args = ap.parse_args()
 
+    import review_support
     from review_support import import_runs, make_run
+
+    if args.full_series:
+        review_support.SERIES = ()  # what the template cuts short
 
     from dashboard import charts_review, report_review, review_tables
     from engine.review import against_baseline, load_window, review
