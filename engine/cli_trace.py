@@ -38,6 +38,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
     db = open_database(args.db, create=False)
     meta, data = read_artifact(db, args.run_id, args.variant)  # LookupError: exit 2
     if args.output == "-":
+        if sys.stdout.isatty():  # stored bytes, raw on a terminal: its escape sequences too
+            raise ValueError("-o - writes gzip bytes: pipe them (-o - | gunzip | tlparse "
+                             "/dev/stdin) or name a file")
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return 0

@@ -148,3 +148,12 @@ def test_show_prints_stored_text_without_its_escape_sequences(tmp_path, capsys):
     out = capsys.readouterr().out
     assert not {"\x1b", "\x07", "\r", "\u202e"} & set(out)
     assert "H200\\x0dFAKE\\u202e" in out and "\n" in out
+
+
+def test_the_stored_bytes_never_go_raw_to_a_terminal(kept, monkeypatch, capsys):
+    """``-o -`` on a terminal would print whatever the row holds (escape sequences included)."""
+    url, run_id = kept
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert _trace(url, run_id, Path("-")) == 2
+    captured = capsys.readouterr()
+    assert "pipe them" in captured.err and captured.out == ""
