@@ -4,7 +4,8 @@ one compiled variant (spec ``keep_trace``, engine/torch_trace.py), gzipped as st
 
 Exit codes: 0 written; 2 unknown run, a variant without a trace, a run that kept none, or a file
 that cannot be written (one line on stderr, nothing written). The bytes are written as they are:
-nothing is unpacked here.
+nothing is unpacked here. Where they go is handled as in a directory others can write
+(``write_file``); ``-o -`` refuses a terminal (the bytes are whatever the row holds).
 """
 
 from __future__ import annotations
