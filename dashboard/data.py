@@ -208,6 +208,13 @@ def list_artifacts(run_ids: Sequence[int]) -> list[dict]:
     return out
 
 
+def max_artifact_bytes() -> int:
+    """The most bytes storage reads back for one kept file (``storage.artifacts.MAX_BYTES``)."""
+    from storage import artifacts
+
+    return artifacts.MAX_BYTES
+
+
 def artifact_loader(run_id: int, variant: str, kind: str):
     """A callable for ``st.download_button``: reads the bytes only when the user clicks (size
     capped by storage), never unpacked here."""

@@ -1,8 +1,11 @@
 """Reads and writes of the baseline section and the Review page (the door to storage/ for
 them, as dashboard/data.py is for the other pages), with Streamlit caching.
 
-Judging runs costs a few queries per run plus the gate's tests; the results are cached for a
-few seconds like every other read, keyed by the database URL and the (validated) selection.
+Judging runs costs a few queries per run plus the gate's tests. A run's baseline check is
+cached for a few seconds like every other read; a window's review (seconds with a tag of
+thousands of runs) is cached under the selection's version (``storage.selection
+.tagged_version``, re-read every few seconds), so it is judged again only when a run joined or
+left the window. Keys: the database URL and the (validated) selection.
 A pin clears these caches and data.py's, so the page that pinned shows the new baseline at once.
 """
 
@@ -15,7 +18,11 @@ import streamlit as st
 from dashboard import data
 from engine.review import BaselineCheck, Review
 
-REVIEW_TTL_S = 10
+# Judging a window costs seconds (400 runs read, a gate per step): cached until the selection
+# changes, which ``tagged_version`` (one cheap query, its own short cache) says; the TTL only
+# bounds how long an unchanged selection is kept.
+REVIEW_TTL_S = 600
+REVIEW_ENTRIES = 16  # selections kept (each holds up to MAX_REVIEW_RUNS runs' figures)
 
 
 @st.cache_data(ttl=data.LOAD_TTL_S, show_spinner=False)
@@ -30,9 +37,20 @@ def against_baseline(run_id: int) -> BaselineCheck:
     return _against_baseline(data.db_url(), int(run_id))
 
 
-@st.cache_data(ttl=REVIEW_TTL_S, show_spinner="Judging the runs of the window…")
-def _review(url: str | None, tag: str, since: datetime | None, until: datetime | None
-            ) -> Review:
+@st.cache_data(ttl=data.LIST_TTL_S, show_spinner=False)
+def _version(url: str | None, tag: str, since: datetime | None, until: datetime | None
+             ) -> tuple[int, int, int]:
+    from storage.selection import tagged_version
+
+    return tagged_version(data._database(url), tag, since=since, until=until)
+
+
+@st.cache_data(ttl=REVIEW_TTL_S, max_entries=REVIEW_ENTRIES,
+               show_spinner="Judging the runs of the window…")
+def _review(url: str | None, tag: str, since: datetime | None, until: datetime | None,
+            version: tuple[int, int, int]) -> Review:
+    """``version`` is only part of the cache key: a run that joins or leaves the window makes
+    a new entry, so a cached review is never staler than ``_version``'s few seconds."""
     from engine.review import load_window, review
 
     runs, truncated = load_window(data._database(url), tag, since, until)
@@ -42,7 +60,8 @@ def _review(url: str | None, tag: str, since: datetime | None, until: datetime |
 
 def review(tag: str, since: datetime | None, until: datetime | None) -> Review:
     """``engine.review.review`` of the finished runs tagged ``tag`` in the window."""
-    return _review(data.db_url(), tag, since, until)
+    url = data.db_url()
+    return _review(url, tag, since, until, _version(url, tag, since, until))
 
 
 @st.cache_data(ttl=data.LIST_TTL_S, show_spinner=False)
@@ -65,6 +84,7 @@ def tags() -> list[str]:
 def clear_caches() -> None:
     _against_baseline.clear()
     _review.clear()
+    _version.clear()
     _tags.clear()
     data.clear_caches()
 

@@ -58,11 +58,16 @@ def trace_downloads(run_ids: list[int]) -> None:
         return
     st.markdown("**TORCH_TRACE logs** (gzipped; `gunzip`, then open with `tlparse`, or attach "
                 "to an upstream report)")
-    for a in kept:
+    limit = data.max_artifact_bytes()
+    for i, a in enumerate(kept):
         note = f" — {a['note']}" if a.get("note") else ""
+        label = safe.md(f"#{a['run_id']} {a['variant']}: {a['name']} ({a['size'] / 1024:.1f} "
+                        f"KiB){note}", 300)
+        if a["size"] > limit:  # a row written by hand: storage would refuse it on the click
+            st.caption(f"{label}: over the {limit // 2**20} MiB a kept file may have; not "
+                       "offered")
+            continue
+        # keyed by position: two stored variants may share a sanitised file name ("a/b", "a_b")
         st.download_button(
-            safe.md(f"#{a['run_id']} {a['variant']}: {a['name']} ({a['size'] / 1024:.1f} KiB)"
-                    f"{note}", 300),
-            data.artifact_loader(a["run_id"], a["variant"], "torch_trace"),
-            file_name=a["name"], mime="application/gzip",
-            key=f"trace-{a['run_id']}-{a['name']}")
+            label, data.artifact_loader(a["run_id"], a["variant"], "torch_trace"),
+            file_name=a["name"], mime="application/gzip", key=f"trace-{a['run_id']}-{i}")

@@ -348,7 +348,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         # Exactly one JSON document on stdout; NaN (never stored, but be safe) becomes null.
         print(json.dumps(run_json(db, args.run_id), default=str, allow_nan=False))
     else:
-        print(format_run(db, args.run_id))
+        from storage.text import terminal_text
+
+        print(terminal_text(format_run(db, args.run_id)))  # stored text: no terminal escapes
     return 0
 
 

@@ -90,6 +90,8 @@ class ChildProcess:
             PYTHONUNBUFFERED="1",
         )
         env.pop(gates.ENV, None)
+        for name in torch_trace.INHERITED_ENV:  # only the spec's keep_trace logs (see there)
+            env.pop(name, None)
         env.update(torch_trace.child_env(spec, variant, phase, workdir))  # spec keep_trace
         if self.gates:
             env.update(self.gates.env())

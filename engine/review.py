@@ -173,10 +173,22 @@ def _num(value: Any) -> float | None:
         else None
 
 
+def _label(value: Any) -> str | None:
+    """A stored environment value as the text hovers and tables show (None when absent).
+    ``environment`` is free-form JSON from whoever wrote the run (an imported bundle may say
+    ``"commit": 12345`` or a list): a non-text value crashed the trend charts' ``commit[:12]``."""
+    if value is None or value == "":
+        return None
+    from storage.text import one_line
+
+    return one_line(value if isinstance(value, str) else repr(value), 200)
+
+
 def _info(run: Run) -> dict[str, Any]:
     env = run.get("environment") if isinstance(run.get("environment"), dict) else {}
-    return {"created_at": run.get("created_at"), "commit": env.get("commit"),
-            "torch": run.get("torch_version") or env.get("torch"), "gpu": run.get("gpu")}
+    return {"created_at": run.get("created_at"), "commit": _label(env.get("commit")),
+            "torch": _label(run.get("torch_version") or env.get("torch")),
+            "gpu": _label(run.get("gpu"))}
 
 
 def _sort_changes(changes: list[Change]) -> list[Change]:

@@ -30,6 +30,12 @@ from pathlib import Path
 from typing import Any
 
 ENV = "TORCH_TRACE"
+# Variables of the runner's own environment that would make torch log every measured process
+# (``TORCH_DTRACE`` is a wordier TORCH_TRACE): the runner removes them from each child's
+# environment, so an operator's shell setting neither slows the measured compiles (logging is
+# part of a cold compile's time) nor sends their logs to a directory the run never names; the
+# spec option ``keep_trace`` is the one way to a trace.
+INHERITED_ENV = (ENV, "TORCH_DTRACE")
 KIND = "torch_trace"
 MAX_STORED_BYTES = 20 * 2**20  # gzip bytes kept per variant
 MAX_READ_BYTES = 2 * 2**30  # raw log bytes read at most (a runaway log is cut, not loaded)
@@ -57,6 +63,7 @@ def enable_in_child() -> str | None:
     ``$TORCH_TRACE``. Returns None when it does (or when no trace is asked), else why not."""
     d = os.environ.get(ENV)
     if not d:
+        _detach_inherited()
         return None
     try:
         from torch._logging import _internal as tl
@@ -77,6 +84,25 @@ def enable_in_child() -> str | None:
         return "torch's log set-up did not attach a trace handler to the directory"
     except Exception as e:  # a torch without these internals: the run goes on, without a trace
         return f"{type(e).__name__}: {str(e)[:300]}"
+
+
+def _detach_inherited() -> None:
+    """A child without a trace asked for: drop a trace handler that has a directory. A fork of
+    the preloaded server inherits the one torch's import made from the server's environment,
+    which was the runner's, before the runner removed ``INHERITED_ENV`` from the child's."""
+    import sys
+
+    tl = sys.modules.get("torch._logging._internal")
+    if tl is None:  # torch not imported yet: its import reads the child's own environment
+        return
+    try:
+        for h in list(tl.trace_log.handlers):
+            if getattr(h, "root_dir", None):
+                tl.trace_log.removeHandler(h)
+                if getattr(tl, "LOG_TRACE_HANDLER", None) is h:
+                    tl.LOG_TRACE_HANDLER = None
+    except Exception:  # a torch without these internals: nothing was inherited from them
+        pass
 
 
 def collect(directory: Path, variant: str, cap: int = MAX_STORED_BYTES

@@ -49,7 +49,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import DataError, IntegrityError
 
-from storage.bundle_checks import extra_figures, spec_problem
+from storage.bundle_checks import MAX_PARSE_BYTES, extra_figures, parse_cost, spec_problem
 from storage.db import Database
 from storage.fingerprint import run_fingerprint
 from storage.models import (
@@ -521,6 +521,10 @@ def parse_bundle(data: str | bytes) -> dict[str, Any]:
     """Parse bundle JSON text (an uploaded file), bounded in size; ``BundleError`` if invalid."""
     if len(data) > MAX_BUNDLE_BYTES:
         raise BundleError(f"bundle is {len(data)} bytes; the limit is {MAX_BUNDLE_BYTES}")
+    if (cost := parse_cost(data)) > MAX_PARSE_BYTES:  # before json.loads builds it
+        raise BundleError(f"bundle would take about {cost // 2**20} MiB to read (the limit is "
+                          f"{MAX_PARSE_BYTES // 2**20} MiB): far more JSON values than its "
+                          "runs can hold; export fewer runs per bundle")
 
     def reject_constant(name: str) -> Any:
         raise ValueError(f"{name} is not valid JSON")

@@ -20,6 +20,13 @@ from typing import Any
 from engine.contract import FIGURES
 from storage.text import one_line
 
+# What ``json.loads`` may be asked to build from one bundle, estimated before it runs (see
+# ``parse_cost``). A genuine bundle costs about 1.6 times its size (mostly numbers, ~21 bytes
+# of text each), a 512 MiB one well under this; ``[],[],…`` cost 24 times its size: 47 MiB
+# held 1.1 GiB for 12 s before the run-count check could refuse it.
+MAX_PARSE_BYTES = 2**30
+_CONTAINER_BYTES, _VALUE_BYTES = 80, 32  # a CPython list/dict, a float and its slot
+
 _EXTRA: dict[str, tuple[tuple[str, str], ...]] = {
     where: tuple((f.name, f.kind) for f in FIGURES
                  if not f.column and f.where == where and f.kind != "json")
@@ -66,3 +73,14 @@ def extra_figures(extra: Any) -> Iterator[tuple[str, str, str, Any]]:
         for name, kind in _EXTRA[where]:
             if name in holder:
                 yield prefix + name, name, kind, holder[name]
+
+
+def parse_cost(data: str | bytes) -> int:
+    """Bytes of memory ``json.loads(data)`` would take, estimated from the text alone (three
+    ``count`` passes, no parsing): brackets open a list or an object, commas separate values.
+    Commas inside strings count too, so text-heavy bundles are overestimated, never the
+    reverse for the shapes that amplify (empty containers, one-digit numbers)."""
+    marks = (b"[", b"{", b",") if isinstance(data, bytes) else ("[", "{", ",")
+    containers = data.count(marks[0]) + data.count(marks[1])  # type: ignore[arg-type]
+    values = data.count(marks[2]) + 1  # type: ignore[arg-type]
+    return containers * _CONTAINER_BYTES + values * _VALUE_BYTES

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import defer, selectinload
 
 from engine.contract import FIGURES, fits
 from storage.db import Database
@@ -47,6 +48,18 @@ def _variant(entity: VariantResult, series: bool) -> dict[str, Any]:
     return row
 
 
+# Children in one query each for all of a run's variants (lazily, three queries per variant:
+# the Review page reads 400 runs); the series columns not read at all unless asked for.
+_CHILDREN = tuple(selectinload(getattr(VariantResult, "sweep_points" if key == "sweep" else key))
+                  for key in CHILDREN)
+_SERIES = tuple(defer(getattr(VariantResult, f.name)) for f in FIGURES
+                if f.kind == "series" and f.column)
+
+
+def _loading(series: bool) -> tuple[Any, ...]:
+    return _CHILDREN if series else _CHILDREN + _SERIES
+
+
 def load_run(db: Database, run_id: int, *, series: bool = False) -> dict[str, Any] | None:
     """The run with its variants in the order of its spec, or None when there is no such run."""
     with db.session() as session:
@@ -57,7 +70,7 @@ def load_run(db: Database, run_id: int, *, series: bool = False) -> dict[str, An
                                     .order_by(RunTag.tag)))
         entities = list(session.scalars(select(VariantResult)
                                         .where(VariantResult.run_id == run.id)
-                                        .order_by(VariantResult.id)))
+                                        .order_by(VariantResult.id).options(*_loading(series))))
         spec = run.spec if isinstance(run.spec, dict) else {}
         order = {v: i for i, v in enumerate(spec.get("variants") or [])}
         entities.sort(key=lambda e: order.get(e.variant, len(order)))

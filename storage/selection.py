@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from engine.config_key import config_key, config_of
 from storage.db import Database
@@ -39,22 +39,42 @@ class RunHead:
 
 def _heads(session: Any, query: Any) -> list[RunHead]:
     return [RunHead(r.id, r.created_at, r.status, r.spec if isinstance(r.spec, dict) else {})
-            for r in session.scalars(query)]
+            for r in session.execute(query)]
+
+
+def _tagged(columns: Iterable[Any], tag: str, since: datetime | None, until: datetime | None,
+            statuses: Iterable[str]) -> Any:
+    query = (select(*columns).join(RunTag, RunTag.run_id == Run.id)
+             .where(RunTag.tag == check_tag(tag), Run.status.in_(list(statuses))))
+    if since is not None:
+        query = query.where(Run.created_at >= since)
+    if until is not None:
+        query = query.where(Run.created_at <= until)
+    return query
 
 
 def tagged_runs(db: Database, tag: str, *, since: datetime | None = None,
                 until: datetime | None = None,
                 statuses: Iterable[str] = JUDGED_STATUSES) -> list[RunHead]:
-    """Runs with ``tag`` in the given statuses and time window, oldest first."""
-    query = (select(Run).join(RunTag, RunTag.run_id == Run.id)
-             .where(RunTag.tag == check_tag(tag), Run.status.in_(list(statuses)))
-             .order_by(Run.created_at, Run.id))
-    if since is not None:
-        query = query.where(Run.created_at >= since)
-    if until is not None:
-        query = query.where(Run.created_at <= until)
+    """Runs with ``tag`` in the given statuses and time window, oldest first (the columns a
+    head needs only: a tag can hold thousands of runs, each with its environment and note)."""
+    query = _tagged((Run.id, Run.created_at, Run.status, Run.spec), tag, since, until,
+                    statuses).order_by(Run.created_at, Run.id)
     with db.session() as session:
         return _heads(session, query)
+
+
+def tagged_version(db: Database, tag: str, *, since: datetime | None = None,
+                   until: datetime | None = None,
+                   statuses: Iterable[str] = JUDGED_STATUSES) -> tuple[int, int, int]:
+    """``(count, newest id, id sum)`` of ``tagged_runs``: one cheap query whose answer changes
+    whenever a run joins or leaves the selection (finished, imported, tagged, untagged,
+    deleted), so a reader may cache what it computed from those runs under it."""
+    query = _tagged((func.count(Run.id), func.max(Run.id), func.sum(Run.id)), tag, since,
+                    until, statuses)
+    with db.session() as session:
+        count, newest, total = session.execute(query).one()
+    return int(count or 0), int(newest or 0), int(total or 0)
 
 
 def latest_per_config(heads: Iterable[RunHead]) -> dict[str, RunHead]:

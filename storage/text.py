@@ -20,6 +20,12 @@ MAX_TAGS = 50
 MAX_NOTE_CHARS = 20_000
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 class TextError(ValueError):
@@ -90,5 +96,17 @@ def one_line(text: object, limit: int = 1000) -> str:
     on a terminal, in a log or in ``runs.error`` (lone surrogates and NUL escaped, newlines
     folded), whatever a hostile spec or an exception put in it."""
     s = str(text).encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
-    s = " ".join(s.split())
+    # Control characters left after folding whitespace (ESC, BEL, DEL, C1) and bidi overrides
+    # are written as escapes: raw, ``\x1b]...`` retitles or rewrites a terminal and U+202E
+    # reverses what follows; stored text (variant names, notes) reaches stderr through here.
+    s = _UNPRINTABLE.sub(_escape_char, " ".join(s.split()))
     return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def terminal_text(text: object) -> str:
+    """``text`` (many lines) safe to print on a terminal: control characters other than line
+    ends and tabs, and bidi overrides, written as escapes as in ``one_line``. Stored text
+    (a bundle's ``environment.gpu``, an error, a note) may hold ``ESC ] 52`` (set the
+    clipboard) or ``ESC [ 2J``; ``engine show`` prints it through here."""
+    return _UNPRINTABLE.sub(lambda m: m.group() if m.group() in "\n\t" else _escape_char(m),
+                            str(text))

@@ -32,3 +32,29 @@ def test_compare_offers_the_trace_and_explains_regional_cudagraphs(db):  # noqa:
     name = f"run{run_id}-{compiled['variant']}-torch_trace.log.gz"
     assert any(name in label for label in labels), labels
     assert not any("evil" in label for label in labels)
+
+
+def test_hostile_artifact_rows_neither_crash_the_page_nor_offer_a_refused_file(
+        db, monkeypatch):  # noqa: F811
+    """Two stored variants whose file names sanitise alike gave two buttons one key (the page
+    died with a duplicate-key error); a row over storage's read limit was offered, and the
+    click could only fail."""
+    rows = mlp_results()
+    compiled = next(r for r in rows if r["variant"] != "eager")
+    run_id = seed_done(db, spec("mlp"), rows)
+    for variant in ("a/b", "a_b", compiled["variant"]):
+        artifacts.save_artifact(db, run_id, variant, "torch_trace", "t", gzip.compress(b"x\n"))
+    monkeypatch.setattr(artifacts, "MAX_BYTES", 25)  # the last row "lies": bigger than allowed
+    artifacts.save_artifact(db, run_id, "big", "torch_trace", "t", b"y" * 24)
+    with db.session(write=True) as session:
+        from storage.models import Artifact
+
+        big = session.query(Artifact).filter_by(run_id=run_id, variant="big").one()
+        big.content = b"y" * 4096
+    at = app("compare", runs=str(run_id))
+    no_exceptions(at)
+    labels = [d.proto.label.replace("\\", "") for d in at.get("download_button")]
+    assert sum(f"run{run_id}-a_b-torch_trace" in label for label in labels) == 2, labels
+    assert not any("big" in label for label in labels)
+    assert any("big" in c.value.replace("\\", "") and "not offered" in c.value
+               for c in at.caption)
