@@ -193,6 +193,9 @@ FIGURES: tuple[Figure, ...] = (
     _r("eager_samples_ms", "series"),
     _r("pipelined_ms", "series"),
     _r("eager_pipelined_ms", "series"),
+    _r("pipeline_k", "json", None, "calls per pipelined sample, one per measuring process: "
+       "the spec's pipeline_k, on the CPU capped so that a sample takes about 75 ms "
+       "(engine/pipeline_k.py)", column=False),
     _r("compile_phases_s", "json"),
     _r("cudagraph_skips", "json"),
     _r("host_other_busy_cores", "float", "other busy cores",

@@ -41,6 +41,8 @@ def _merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
     base["processes"].append(proc)
     for key in ("samples_ms", "pipelined_ms", "eager_samples_ms", "eager_pipelined_ms"):
         base[key] = list(base.get(key) or []) + list(proc[key])
+    if proc.get("pipeline_k") is not None:  # the pipelined K each process used (engine/pipeline_k)
+        base["pipeline_k"] = list(base.get("pipeline_k") or []) + [proc["pipeline_k"]]
     loads = [p.get("host_other_busy_cores") for p in base["processes"]]
     loads = [x for x in loads if x is not None]
     base["host_other_busy_cores"] = max(loads) if loads else None
