@@ -478,8 +478,10 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 else:
                     res["eager_device_busy_ms_per_call"] = res.get("device_busy_ms_per_call")
                 # FLOPs / bytes per call against the GPU's ceilings (engine/roofline.py)
-                res["roofline"] = roofline.figures(model, inputs, res.get("wall_ms_per_call"),
-                                                   device)
+                res["roofline"] = ({"deferred": roofline.DEFERRED}
+                                   if roofline.deferred(run, variant, device) else
+                                   roofline.figures(model, inputs, res.get("wall_ms_per_call"),
+                                                    device))
             counts = signals.dynamo_counters()
             res["recompiles"] = capture.recompiles
             res["cudagraph_skips"] = capture.cudagraph_skips

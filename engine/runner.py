@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine import forensics, gates, startup, stats, torch_trace
+from engine import forensics, gates, roofline, startup, stats, torch_trace
 from engine.eta import Eta, describe
 from engine.process import ChildProcess, run_child
 from engine.schedule import Job, decide, resolve
@@ -180,6 +180,9 @@ def run_variants(
             _first_process(child)
             torch_trace.keep(spec, root, v, child, on_artifact)  # spec keep_trace
             results[v] = child
+            if "eager" in results and roofline.fill_deferred(results["eager"], child,
+                                                             spec.get("device", "cpu")):
+                on_result(_with_stats(results["eager"], eager_first["ms"]))  # CPU: its roofline
             if child.get("status") != "ok":
                 drop(v)
                 results[v] = _with_stats(child, eager_first["ms"])
