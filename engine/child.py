@@ -36,6 +36,7 @@ from engine import (  # noqa: E402
     grid,
     hf_generate,
     losttime,
+    pipeline_k,
     roofline,
     shape_mix,
     signals,
@@ -142,6 +143,7 @@ def steady_rounds(
     k: int,
     block: int = BLOCK,
     warm: int = WARM,
+    k_budget_ms: float | None = None,
     on_round: Callable[[float], None] | None = None,
 ) -> dict[str, dict[str, list[float]]]:
     """Interleaved rounds, alternating in blocks. In each round every function in turn gets
@@ -153,10 +155,13 @@ def steady_rounds(
     every call slowed *both* functions by 20-65 % (MLP default 0.196 ms per call against 0.119
     timed alone); a serving loop calls the same model over and over, which is what we time.
     Stops once ``min_samples`` per-call samples and ``min_time_s`` are reached, or at
-    ``max_time_s`` (after at least 3 rounds)."""
+    ``max_time_s`` (after at least 3 rounds).  With ``k_budget_ms`` (the CPU only,
+    ``engine.pipeline_k``) the pipelined K is capped from the first block's per-call times; the
+    K of each pipelined sample is in ``pipeline_k``."""
     names = list(fns)
-    out = {n: {"per_call": [], "pipelined": []} for n in names}
+    out = {n: {"per_call": [], "pipelined": [], "pipeline_k": []} for n in names}
     block, warm = max(int(block), 1), max(int(warm), 0)
+    k_used = None if k_budget_ms is not None else k  # None: chosen after the first block
     t_start = time.perf_counter()
     rounds = 0
     while True:
@@ -165,7 +170,10 @@ def steady_rounds(
             for _ in range(warm):
                 fn()
             out[n]["per_call"].extend(timer.per_call_ms(fn) for _ in range(block))
-            out[n]["pipelined"].append(timer.pipelined_ms(fn, k))
+            if k_used is None:
+                k_used = pipeline_k.capped_k(k, out[n]["per_call"], k_budget_ms)
+            out[n]["pipelined"].append(timer.pipelined_ms(fn, k_used))
+            out[n]["pipeline_k"].append(k_used)
         rounds += 1
         elapsed = time.perf_counter() - t_start
         n_samples = rounds * block
@@ -176,6 +184,20 @@ def steady_rounds(
         if elapsed >= max_time_s and rounds >= 3:
             break
     return out
+
+
+def timing_budget(run: dict[str, Any], device: str) -> dict[str, Any]:
+    """``steady_rounds``' keyword arguments from the run spec, for ``device``."""
+    budget = dict(min_samples=int(run.get("min_samples", 30)),
+                  min_time_s=float(run.get("min_time_s", 0.5)),
+                  max_time_s=float(run.get("max_time_s", 10.0)),
+                  k=int(run.get("pipeline_k", 50)),
+                  # the CPU only: a pipelined sample of about 75 ms (engine/pipeline_k)
+                  k_budget_ms=pipeline_k.sample_budget_ms(device))
+    # Blocks of 10 per-call samples per function and round; a smaller minimum-samples
+    # budget (quick CPU checks) gets smaller blocks rather than more samples than asked.
+    budget["block"] = min(BLOCK, budget["min_samples"])
+    return budget
 
 
 class PhaseClock:
@@ -221,8 +243,10 @@ def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[
             "host_other_busy_cores": load.other_busy_cores,
             "samples_ms": rounds["variant"]["per_call"],
             "pipelined_ms": rounds["variant"]["pipelined"],
-            "eager_samples_ms": src["per_call"], "eager_pipelined_ms": src["pipelined"]}
+            "eager_samples_ms": src["per_call"], "eager_pipelined_ms": src["pipelined"],
+            "pipeline_k": max(rounds["variant"]["pipeline_k"], default=budget["k"])}
     res["host_other_busy_cores"] = load.other_busy_cores
+    res["pipeline_k"] = [proc["pipeline_k"]]  # the K used, one per process (runner appends)
     for key in ("samples_ms", "pipelined_ms", "eager_samples_ms", "eager_pipelined_ms"):
         res[key] = proc[key]
     return {**proc, "_rounds": rounds}
@@ -314,13 +338,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                     compiled = torch.compile(model, **kwargs)  # a user's script: untimed
                 fn, is_eager = (lambda: compiled(*inputs)), False  # noqa: E731
 
-            budget = dict(min_samples=int(run.get("min_samples", 30)),
-                          min_time_s=float(run.get("min_time_s", 0.5)),
-                          max_time_s=float(run.get("max_time_s", 10.0)),
-                          k=int(run.get("pipeline_k", 50)))
-            # Blocks of 10 per-call samples per function and round; a smaller minimum-samples
-            # budget (quick CPU checks) gets smaller blocks rather than more samples than asked.
-            budget["block"] = min(BLOCK, budget["min_samples"])
+            budget = timing_budget(run, device)
             fns = {"variant": fn} if is_eager else {"eager": eager, "variant": fn}
             if phase in startup.PHASES and not is_eager:  # a start-up strategy's own process
                 stage = "compiling"
@@ -460,8 +478,10 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 else:
                     res["eager_device_busy_ms_per_call"] = res.get("device_busy_ms_per_call")
                 # FLOPs / bytes per call against the GPU's ceilings (engine/roofline.py)
-                res["roofline"] = roofline.figures(model, inputs, res.get("wall_ms_per_call"),
-                                                   device)
+                res["roofline"] = ({"deferred": roofline.DEFERRED}
+                                   if roofline.deferred(run, variant, device) else
+                                   roofline.figures(model, inputs, res.get("wall_ms_per_call"),
+                                                    device))
             counts = signals.dynamo_counters()
             res["recompiles"] = capture.recompiles
             res["cudagraph_skips"] = capture.cudagraph_skips

@@ -292,6 +292,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if (args.require_gpu or args.require_torch) and not args.queue:
         raise SpecError("--require-gpu / --require-torch choose the worker that takes a queued "
                         "run: add --queue (a run measured here uses this machine)", "require_gpu")
+    if not args.queue:  # measured here: the process server starts while we check the spec
+        from engine import forked
+
+        forked.start_early()
     dims, sweep = _parse_dims(args.dim)
     tags, note = normalize_tags(args.tag), check_note(args.note)
     raw = {

@@ -193,6 +193,9 @@ FIGURES: tuple[Figure, ...] = (
     _r("eager_samples_ms", "series"),
     _r("pipelined_ms", "series"),
     _r("eager_pipelined_ms", "series"),
+    _r("pipeline_k", "json", None, "calls per pipelined sample, one per measuring process: "
+       "the spec's pipeline_k, on the CPU capped so that a sample takes about 75 ms "
+       "(engine/pipeline_k.py)", column=False),
     _r("compile_phases_s", "json"),
     _r("cudagraph_skips", "json"),
     _r("host_other_busy_cores", "float", "other busy cores",
@@ -224,7 +227,8 @@ FIGURES: tuple[Figure, ...] = (
        "process: bytes, save seconds", column=False),
     _r("roofline", "json", None, "FLOPs per call (FlopCounterMode), bytes per call (estimate: "
        "parameters, inputs, outputs once), achieved TFLOP/s and GB/s against the GPU's measured "
-       "bf16-matmul and copy ceilings", column=False),
+       "bf16-matmul and copy ceilings; CPU eager: the counts come from the first compiled "
+       "process (counted_in), achieved figures at eager's own median", column=False),
     _r("cudagraph_coverage", "json", None, "reduce-overhead / max-autotune: graphs captured "
        "and skipped (with inductor's reasons), share of the call inside captured graphs",
        column=False),

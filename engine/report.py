@@ -10,6 +10,7 @@ from typing import Any
 
 from engine import decode_report, forensics_report
 from engine.hostload import BUSY_HOST_CORES
+from engine.pipeline_k import describe as describe_k
 from engine.verdict import decide
 
 
@@ -85,6 +86,15 @@ def _cell(row: dict[str, Any], key: str | None, fmt: str | None, label: str) -> 
     return "-" if _blank(v) else fmt.format(v)
 
 
+def _pipeline_k(run: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """The K of the run's pipelined samples as used (capped on the CPU, engine/pipeline_k.py);
+    runs stored before it was recorded show the spec's K."""
+    ks = [k for r in rows if isinstance(r.get("pipeline_k"), list) for k in r["pipeline_k"]]
+    asked = (run.get("spec") or {}).get("pipeline_k")
+    return describe_k(ks, asked if isinstance(asked, int) and not isinstance(asked, bool)
+                      else None)
+
+
 def run_json(db: Any, run_id: int) -> dict[str, Any]:
     """The stored run as the contract's dicts, with its verdict: ``show --json``."""
     from storage.records import load_run
@@ -123,7 +133,8 @@ def format_run(db: Any, run_id: int) -> str:
                 lines.append("  ".join("-" * w for w in widths))
         lines.append(f"  median ms/call: steady-state per-call time ({timer}, synchronised), "
                      "geometric mean over measuring processes; paired eager: eager in the same "
-                     "rounds; pipelined: K calls back to back, one sync, / K.")
+                     f"rounds; pipelined: {_pipeline_k(run, rows)} calls back to back, one "
+                     "sync, / K.")
         lines.append("  speedup interval: hierarchical bootstrap over processes and rounds, "
                      "t-corrected for the process count; spread: sd of the per-process log "
                      "speedups.")

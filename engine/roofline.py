@@ -96,16 +96,50 @@ def _best(fn: Any, reps: int = 10) -> float:
 def figures(model: Any, inputs: tuple, median_ms: float | None, device: str) -> dict[str, Any]:
     """The result's ``roofline`` figure; never raises (failure: its ``error``)."""
     try:
-        out: dict[str, Any] = per_call(model, inputs)
-        if median_ms:
-            out["achieved_tflops"] = out["flops_per_call"] / (median_ms / 1e3) / 1e12
-            out["achieved_gbps_estimate"] = out["bytes_per_call_estimate"] / (median_ms / 1e3) / 1e9
-        peak = ceilings(device)
-        if peak:
-            out.update(peak)
-            if median_ms:
-                out["share_of_peak_tflops"] = out["achieved_tflops"] / peak["peak_tflops_bf16"]
-                out["share_of_peak_gbps"] = out["achieved_gbps_estimate"] / peak["peak_copy_gbps"]
-        return out
+        return from_counts(per_call(model, inputs), median_ms, device)
     except Exception as e:
         return {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+
+
+DEFERRED = "counted in the first compiled process (CPU: counting imports the compiler)"
+
+
+def deferred(run: dict[str, Any], variant: str, device: str) -> bool:
+    """Whether the eager process leaves its roofline to the runner: on the CPU only, when the
+    run has a compiled variant.  ``FlopCounterMode`` imports ``torch._dynamo`` on its first
+    use (torch 2.13: 2-5 s of the eager process on the 2-core CPU host, issue "time to
+    answer"), while the compiled variant's process, where dynamo is loaded anyway, counts the
+    same eager model on the same inputs.  GPU runs count in every process, as before."""
+    return (variant == "eager" and str(device).split(":")[0] == "cpu"
+            and any(v != "eager" for v in run.get("variants") or []))
+
+
+def fill_deferred(eager: dict[str, Any], compiled: dict[str, Any], device: str) -> bool:
+    """Give ``eager`` (a result whose roofline was deferred) the counts of ``compiled``'s
+    roofline, achieved figures from eager's own per-call median; True when it changed."""
+    mine, theirs = eager.get("roofline") or {}, compiled.get("roofline") or {}
+    if mine.get("deferred") is None or "flops_per_call" not in theirs:
+        return False
+    counts = {k: theirs[k] for k in ("flops_per_call", "bytes_per_call_estimate")}
+    try:
+        eager["roofline"] = {**from_counts(counts, eager.get("wall_ms_per_call"), device),
+                             "counted_in": compiled.get("variant")}
+    except Exception as e:
+        eager["roofline"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    return True
+
+
+def from_counts(counts: dict[str, Any], median_ms: float | None, device: str) -> dict[str, Any]:
+    """The roofline figure from per-call counts (``per_call``) and a per-call median."""
+    out: dict[str, Any] = dict(counts)
+    if median_ms:
+        out["achieved_tflops"] = out["flops_per_call"] / (median_ms / 1e3) / 1e12
+        out["achieved_gbps_estimate"] = out["bytes_per_call_estimate"] / (median_ms / 1e3) / 1e9
+    # no ceilings off the GPU (checked first: the runner calls this without torch imported)
+    peak = ceilings(device) if str(device).startswith("cuda") else None
+    if peak:
+        out.update(peak)
+        if median_ms:
+            out["share_of_peak_tflops"] = out["achieved_tflops"] / peak["peak_tflops_bf16"]
+            out["share_of_peak_gbps"] = out["achieved_gbps_estimate"] / peak["peak_copy_gbps"]
+    return out

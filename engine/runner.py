@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine import forensics, gates, startup, stats, torch_trace
+from engine import forensics, gates, roofline, startup, stats, torch_trace
 from engine.eta import Eta, describe
 from engine.process import ChildProcess, run_child
 from engine.schedule import Job, decide, resolve
@@ -41,6 +41,8 @@ def _merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
     base["processes"].append(proc)
     for key in ("samples_ms", "pipelined_ms", "eager_samples_ms", "eager_pipelined_ms"):
         base[key] = list(base.get(key) or []) + list(proc[key])
+    if proc.get("pipeline_k") is not None:  # the pipelined K each process used (engine/pipeline_k)
+        base["pipeline_k"] = list(base.get("pipeline_k") or []) + [proc["pipeline_k"]]
     loads = [p.get("host_other_busy_cores") for p in base["processes"]]
     loads = [x for x in loads if x is not None]
     base["host_other_busy_cores"] = max(loads) if loads else None
@@ -178,6 +180,9 @@ def run_variants(
             _first_process(child)
             torch_trace.keep(spec, root, v, child, on_artifact)  # spec keep_trace
             results[v] = child
+            if "eager" in results and roofline.fill_deferred(results["eager"], child,
+                                                             spec.get("device", "cpu")):
+                on_result(_with_stats(results["eager"], eager_first["ms"]))  # CPU: its roofline
             if child.get("status") != "ok":
                 drop(v)
                 results[v] = _with_stats(child, eager_first["ms"])

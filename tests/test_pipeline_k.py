@@ -1,0 +1,72 @@
+"""The pipelined K: capped to a time budget on the CPU (where K back-to-back calls are K
+synchronous calls), exactly the spec's K on a CUDA device (engine/pipeline_k.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import pipeline_k
+from engine.child import Progress, measure, steady_rounds, timing_budget
+from engine.spec import normalise
+
+
+class SlowTimer:
+    """A CPU-like timer whose calls read ``ms`` each; records the K of every pipelined sample."""
+
+    def __init__(self, ms: float) -> None:
+        self.ms, self.ks = ms, []
+
+    def per_call_ms(self, fn) -> float:
+        fn()
+        return self.ms
+
+    def pipelined_ms(self, fn, k: int) -> float:
+        self.ks.append(k)
+        return self.ms
+
+
+def _run(**over):
+    return normalise({"model": "mlp", "variants": ["eager", "default"], "device": "cpu",
+                      "dims": {"batch": 2, "hidden": 8}, "min_samples": 20, "min_time_s": 0.0,
+                      "max_time_s": 60.0, "pipeline_k": 50, **over})
+
+
+def test_capped_k_fits_the_budget_and_never_exceeds_the_spec():
+    assert pipeline_k.capped_k(50, [16.0, 15.0, 17.0], 75.0) == 5  # ceil(75 / 16)
+    assert pipeline_k.capped_k(50, [0.01], 75.0) == 50  # fast calls: K as asked
+    assert pipeline_k.capped_k(50, [500.0], 75.0) == 1  # at least one call
+    assert pipeline_k.capped_k(50, [16.0], None) == 50  # no budget: K as asked
+    assert pipeline_k.capped_k(50, [0.0], 75.0) == 50  # a timer that read 0: no division
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda", "cuda:1"])
+def test_cpu_rounds_cap_k_and_cuda_rounds_keep_it(device):
+    budget = timing_budget(_run(), device)
+    timer = SlowTimer(16.0)
+    out = steady_rounds(timer, {"eager": lambda: None, "variant": lambda: None}, **budget)
+    want = 5 if device == "cpu" else 50
+    assert budget["k_budget_ms"] == (pipeline_k.CPU_SAMPLE_BUDGET_MS if device == "cpu" else None)
+    assert timer.ks == [want] * 4  # 2 rounds x 2 functions, one K for all of them
+    assert out["eager"]["pipeline_k"] == out["variant"]["pipeline_k"] == [want, want]
+
+
+def test_a_cpu_child_records_the_k_it_used():
+    """A real eager child on the CPU: the tiny MLP takes microseconds, so a K of 10 000 is above the
+    budget is cut to about 75 ms of calls, and the K used is in the result and its process."""
+    run = _run(variants=["eager"], min_samples=3, max_time_s=0.2, warmup_calls=3,
+               pipeline_k=10_000, warm_cache=False, profile=False)
+    res = measure({"run": run, "variant": "eager", "phase": "cold"}, Progress(None))
+    assert res["status"] == "ok", res.get("error")
+    k = res["processes"][0]["pipeline_k"]
+    assert 1 <= k < 10_000
+    assert res["pipeline_k"] == [k]
+    per_call = sorted(res["samples_ms"])[len(res["samples_ms"]) // 2]
+    # the budget bought about 75 ms of calls per sample, not K of them
+    assert k * per_call < 20 * pipeline_k.CPU_SAMPLE_BUDGET_MS
+
+
+def test_the_show_text_states_the_k_used():
+    assert pipeline_k.describe([50, 50], 50) == "50"
+    capped = pipeline_k.describe([4, 6, 5], 50)
+    assert capped.startswith("4-6 (capped") and "asked 50" in capped
+    assert pipeline_k.describe([], 50) == "50"  # runs stored before K was recorded
