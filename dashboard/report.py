@@ -63,6 +63,20 @@ def _e(value) -> str:
     return html.escape(str(value), quote=True)
 
 
+def document_head(title: str, generated_at: dt.datetime, permalink: str | None) -> list[str]:
+    """The start of a self-contained report (doctype, style, escaped title, generation time and
+    an optional link back): shared by the run report and the review report."""
+    return [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f"<p class='muted'>Generated {_e(generated_at.strftime('%Y-%m-%d %H:%M:%S UTC'))}"
+        + (f" · <a href='{_e(permalink)}'>open in Compile Lab</a>" if permalink else "")
+        + "</p>",
+    ]
+
+
 def _cell(value, fmt: str = "{:.4g}") -> str:
     """A table cell: numbers right-aligned and formatted, missing values a dash."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
@@ -140,15 +154,7 @@ def build_report(
     generated_at = generated_at or dt.datetime.now(dt.UTC)
     runs = runs if runs is not None else pd.DataFrame()
     vt = tables.variants_table(variants, runs)
-    parts = [
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{_e(title)}</h1>",
-        f"<p class='muted'>Generated {_e(generated_at.strftime('%Y-%m-%d %H:%M:%S UTC'))}"
-        + (f" · <a href='{_e(permalink)}'>open in Compile Lab</a>" if permalink else "")
-        + "</p>",
-    ]
+    parts = document_head(title, generated_at, permalink)
     if notice := mixing.notice(runs):
         parts.append(f"<p class='notice'><b>Different machines or software.</b> {_e(notice)}</p>")
 

@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from dashboard.report import _CSS, _e
+from dashboard.report import _e, document_head
 from dashboard.review_tables import changes_table, headline_table
 from engine.gate import TEST_NAME
 from engine.review import Review
@@ -78,13 +78,5 @@ def build_review_report(review: Review, figures: Sequence[go.Figure],
     """One HTML document holding ``review_section``."""
     generated_at = generated_at or dt.datetime.now(dt.UTC)
     title = f"Compile Lab review: {review.tag}"
-    return "\n".join([
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{_e(title)}</h1>",
-        f"<p class='muted'>Generated {_e(generated_at.strftime('%Y-%m-%d %H:%M:%S UTC'))}"
-        + (f" · <a href='{_e(permalink)}'>open in Compile Lab</a>" if permalink else "")
-        + "</p>",
-        review_section(review, figures, link),
-        "</body></html>"])
+    return "\n".join([*document_head(title, generated_at, permalink),
+                      review_section(review, figures, link), "</body></html>"])
