@@ -50,8 +50,11 @@ def _status(url: str, run_id: int) -> tuple[str, str | None]:
 
 def _children(pid: int) -> list[psutil.Process]:
     try:
+        # not the process server, whose command line names engine.child among its preloads
+        # (it starts while the spec is checked, before any measuring child exists)
         return [p for p in psutil.Process(pid).children(recursive=True)
-                if "engine.child" in " ".join(p.cmdline())
+                if ("engine.child" in " ".join(p.cmdline())
+                    and "multiprocessing.forkserver" not in " ".join(p.cmdline()))
                 or p.name().startswith(forked.NAME_PREFIX)]
     except psutil.Error:
         return []
