@@ -202,6 +202,13 @@ class Replica:
         return out
 
 
+def gradients(model: nn.Module) -> accuracy.Tensors:
+    """Every parameter's gradient now, on the host (after a step with GradScaler: unscaled);
+    a parameter that got none counts as zeros, so eager and compiled compare key for key."""
+    return {f"grad:{n}": (p.grad if p.grad is not None else torch.zeros_like(p))
+            .detach().to("cpu", copy=True) for n, p in model.named_parameters()}
+
+
 class Training:
     """The training step of one variant inside the measuring child.
 
@@ -232,6 +239,7 @@ class Training:
         self.main = self._replica(model, model_kw, base if compile_opt else None)
         self.losses: list[torch.Tensor] = []
         self.compiled_state: accuracy.Tensors | None = None
+        self.compiled_grads: accuracy.Tensors | None = None
         self.eager_step = (self.main if self.is_eager else self.twin).step  # type: ignore[union-attr]
 
     def _replica(self, model: nn.Module, compile_model: dict[str, Any] | None,
@@ -253,8 +261,13 @@ class Training:
     def after_call(self, index: int) -> None:
         """Called by the child between warm-up calls (outside any timed window): after call
         ``accuracy_steps`` the compiled copy's state is what accuracy is judged on."""
-        if index == self.n_steps and self.compiled_state is None and not self.is_eager:
-            self.compiled_state = self.main.snapshot(self.losses)
+        if self.is_eager:
+            return
+        if index == 1 and self.compiled_grads is None:  # the gradients of step 1
+            self.compiled_grads = gradients(self.main.model)
+        if index == self.n_steps and self.compiled_state is None:
+            self.compiled_state = {**self.main.snapshot(self.losses),
+                                   **(self.compiled_grads or {})}
 
     def discount_eager_twin(self, res: dict[str, Any]) -> None:
         """Peak memory of the variant's own step: less the eager twin's resident bytes."""
@@ -278,16 +291,21 @@ class Training:
             inputs = accuracy.to_float64(inputs)
         rep = self._replica(model, None, None, autocast=None if dtype is not None else "run",
                             inputs=inputs)
-        losses = [rep.step().detach().clone() for _ in range(self.n_steps)]
-        return rep.snapshot(losses)
+        losses, grads = [], {}
+        for i in range(self.n_steps):
+            losses.append(rep.step().detach().clone())
+            if i == 0:
+                grads = gradients(rep.model)
+        return {**rep.snapshot(losses), **grads}
 
     @staticmethod
     def _updates(state: accuracy.Tensors, start: accuracy.Tensors) -> accuracy.Tensors:
         return {k: (v.double() - start[k] if k in start else v) for k, v in state.items()}
 
     def accuracy(self) -> dict[str, Any]:
-        """Loss and parameters after ``accuracy_steps`` steps, float64 against eager (twice)
-        and, in a compiled variant's process, against the compiled copy."""
+        """Loss of each step, gradients after step 1 and parameters after ``accuracy_steps``
+        steps, float64 against eager (twice) and, in a compiled variant's process, against the
+        compiled copy."""
         mult = float(self.run.get("accuracy_multiplier", accuracy.DEFAULT_MULTIPLIER))
         floor = accuracy.floor_for(self.run)
         try:
@@ -305,11 +323,16 @@ class Training:
         if compiled is not None:
             compiled = self._updates(compiled, start)
         groups = {}
-        for group, prefix in (("loss", "loss@"), ("parameters", "param:")):
+        # losses and step-1 gradients tensor by tensor; updates over the whole model, because
+        # an adaptive optimizer turns near-zero gradients into lr-sized steps whose sign
+        # rounding decides (engine/accuracy.py says why)
+        for group, prefix, judge in (("loss", "loss@", accuracy.judge),
+                                     ("gradients", "grad:", accuracy.judge),
+                                     ("parameters", "param:", accuracy.judge_whole)):
             pick = lambda d, p=prefix: {k: v for k, v in d.items() if k.startswith(p)}  # noqa: E731
-            groups[group] = accuracy.judge(pick(fp64), pick(eager_a),
-                                           None if compiled is None else pick(compiled),
-                                           multiplier=mult, floor=floor)
+            groups[group] = judge(pick(fp64), pick(eager_a),
+                                  None if compiled is None else pick(compiled),
+                                  multiplier=mult, floor=floor)
         extra: dict[str, Any] = {"step": "train", "steps": self.n_steps,
                                  "final_loss_fp64": float(fp64[f"loss@{self.n_steps}"]),
                                  "final_loss_eager": float(eager_a[f"loss@{self.n_steps}"])}

@@ -176,6 +176,17 @@ def decide(rows: Iterable[Row], run_id: int | None = None) -> Verdict:
             continue
         candidates.append(r)
     warnings += accuracy_cautions(ok)
+    if not candidates:
+        # every compiled variant finished but none may be recommended: say so, with the
+        # fastest one's figures, rather than "no measurement"
+        best = fastest(compiled)
+        figures = "" if best is None else (
+            f" The fastest of them, {best['variant']}, took {fmt.ms(_v(best, 'median_ms'))} per "
+            f"call vs {fmt.ms(_v(best, 'eager_median_ms'))} eager "
+            f"({fmt.ratio(_v(best, 'speedup'))}{_ci(best)}).")
+        msg = ("Ship eager — every compiled variant failed the accuracy check (see the "
+               "cautions below)." + figures)
+        return Verdict(run_id, msg, msg, msg, [], warnings, "eager", "eager", "eager")
 
     slower = []
     for r in candidates:
