@@ -104,7 +104,7 @@ def test_launcher_binds_loopback_and_warns_for_nothing(dashboard):
                                   "compare?runs=99999999999999999999"])
 def test_no_request_leaves_loopback(dashboard, browser, path):
     base, ids, _log = dashboard
-    # the first runs of the bundle (comparing all 26 took over 30 s to draw on a busy 2-core host)
+    # the first runs of the bundle (comparing all 30 took over 30 s to draw on a busy 2-core host)
     url = f"{base}/" + path.format(ids=",".join(map(str, ids[:4])), sweep=ids[3])
     page = browser.new_page(viewport={"width": 1400, "height": 2000})
     seen: list[str] = []

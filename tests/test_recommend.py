@@ -140,7 +140,7 @@ def test_envelope_agrees_with_brute_force() -> None:
             assert chosen.total_s(n) <= best + 1e-12, (n, env)
 
 
-@pytest.mark.slow  # imports the whole 26-run H200 bundle (about 25 s here)
+@pytest.mark.slow  # imports the whole 30-run H200 bundle (about 25 s here)
 def test_recommend_command_on_imported_h200_runs(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h200.db'}"
     imported = run_cli("import", str(ROOT / "data" / "h200_bundle.json"), "--db", url)

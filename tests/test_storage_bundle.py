@@ -137,12 +137,13 @@ def test_the_shipped_h200_bundle_imports(target):
     assert json.loads(text)["version"] == 2
     new_ids = import_bundle(target, text)
     frames = load_runs(target, new_ids)
-    assert len(frames["runs"]) == len(new_ids) == 26
+    assert len(frames["runs"]) == len(new_ids) == 30
     # the bundle always keeps the seed MLP and the pointwise chain (issue "Speedups that hold
     # up"); later issues add runs to it rather than replace them
     assert list(frames["runs"].sort_values("run_id")["model"])[:4] == [
         "mlp", "pointwise_chain", "graph_breaks", "varying_seq"]
-    assert {"bert_base", "gpt_decoder", "hf:gpt2"} <= set(frames["runs"]["model"])
+    assert {"bert_base", "gpt_decoder", "hf:gpt2", "timm:vit_base_patch16_224",
+            "llama_decode"} <= set(frames["runs"]["model"])
     assert set(frames["runs"]["gpu"]) == {"NVIDIA H200"}
     sweep = frames["sweep_points"]
     # the compiled sweep carries the paired eager median at every value
