@@ -209,6 +209,8 @@ def warmup_cost(variants: pd.DataFrame) -> go.Figure:
 
 
 WARMUP_CURVE_TITLE = "Warm-up curve: calls 1..N per variant (ms, log scale)"
+# More arrows with text than this pile up over a chart (a grid of eight configs did).
+MAX_CROSSING_ARROWS = 3
 WARMUP_CURVE_SUB = "call 1 compiles; reduce-overhead records CUDA graphs on call 2; ✕ = recompile"
 
 
@@ -231,6 +233,11 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
     dashes = _dash_for_runs(df)
     fig = go.Figure()
     notes = 0
+    # one note per reduce-overhead line while they fit; a grid's many pile up over the lines,
+    # and the subtitle already says it ("reduce-overhead records CUDA graphs on call 2")
+    ro_lines = df.loc[df["variant"].astype(str).str.contains("reduce-overhead"),
+                      ["run_id", "variant"]].drop_duplicates()
+    annotate_ro = len(ro_lines) <= MAX_CROSSING_ARROWS
     for (run_id, variant), g in df.groupby(["run_id", "variant"], sort=False):
         label = f"#{run_id} {variant}" if multi else str(variant)
         fig.add_trace(go.Scatter(
@@ -238,7 +245,7 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
             line={"color": variant_colour(variant), "dash": dashes.get(run_id, "solid")},
             hovertemplate="call %{x}<br>%{y:.4g} ms<extra>" + label + "</extra>",
         ))
-        if "reduce-overhead" in str(variant):
+        if annotate_ro and "reduce-overhead" in str(variant):
             call2 = g[g["call_index"] == 2]
             if not call2.empty:
                 fig.add_annotation(
@@ -432,6 +439,10 @@ def break_even(variants: pd.DataFrame, max_calls: float | None = None) -> go.Fig
     seen_eager = set()
     crossings = 0
     all_y = []
+    # Arrows with text for a few crossings; past that they pile up over the title (seen with
+    # a grid of eight configs), so each crossing is a point and its legend entry names it.
+    labelled = sum(r["break_even_calls"] is not None for r in rows) <= MAX_CROSSING_ARROWS
+    points: list[tuple[float, float, str]] = []
     for r in rows:
         rid = r["run_id"]
         if rid not in seen_eager:
@@ -451,6 +462,8 @@ def break_even(variants: pd.DataFrame, max_calls: float | None = None) -> go.Fig
         # A variant that never pays off says so in its legend entry: arrows to the right-hand
         # ends of several such lines pile up on each other (seen with four H200 modes).
         name = label if be is not None else f"{label} — never breaks even (slower per call)"
+        if be is not None and not labelled:
+            name = f"{label} — breaks even after {fmt.calls(be)}"
         fig.add_trace(go.Scatter(
             name=name, x=n, y=y, mode="lines",
             line={"color": variant_colour(r["variant"]), "dash": dashes[rid]},
@@ -459,13 +472,21 @@ def break_even(variants: pd.DataFrame, max_calls: float | None = None) -> go.Fig
         if be is not None:
             nx = max(be, 1.0)  # engine/stats.py: smallest n with compiled(n) <= eager(n)
             ny = r["first_s"] + (nx - 1) * r["median_ms"] / 1000
+            text = f"{label} breaks even after {fmt.calls(be)} ({fmt.seconds(ny)})"
+            if not labelled:
+                points.append((nx, ny, text))
+                continue
             fig.add_annotation(
                 x=math.log10(nx), y=math.log10(max(ny, 1e-12)),
-                text=f"{label} breaks even after {fmt.calls(be)} ({fmt.seconds(ny)})",
-                showarrow=True, arrowhead=2, ax=-70, ay=-35 - 28 * crossings,
+                text=text, showarrow=True, arrowhead=2, ax=-70, ay=-35 - 28 * crossings,
                 font={"size": 11}, bgcolor="rgba(255,255,255,0.8)",
             )
             crossings += 1
+    if points:
+        fig.add_trace(go.Scatter(
+            name="break-even point", x=[p[0] for p in points], y=[p[1] for p in points],
+            mode="markers", marker={"color": "black", "size": 8, "symbol": "x"},
+            text=[p[2] for p in points], hovertemplate="%{text}<extra></extra>"))
     fig.update_xaxes(type="log")
     _log_axis(fig, "y", np.concatenate(all_y))
     return _layout(fig, BREAK_EVEN_TITLE, x_title, y_title, BREAK_EVEN_SUB)

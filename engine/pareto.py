@@ -18,7 +18,8 @@ from engine.verdict import accuracy_failure
 
 # x axes: figure name -> (label, scale to display units)
 X_AXES = {"first_call_cold_s": ("cold compile + first call (s)", 1.0),
-          "peak_memory": ("peak memory (MiB)", 1 / 2**20)}
+          # reserved: what the process holds (the variants table shows allocated bytes)
+          "peak_memory": ("peak reserved memory (MiB)", 1 / 2**20)}
 
 
 def front(points: Sequence[tuple[float, float]]) -> list[bool]:

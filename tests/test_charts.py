@@ -63,6 +63,12 @@ def test_warmup_curve_log_y_marks_cudagraph_recording_and_recompiles(bert):
     recompile = fig.data[-1]
     assert list(recompile.x) == [5]
     assert recompile.marker.symbol == "x"
+    # a grid's four reduce-overhead configs: no pile of notes (the subtitle says it once)
+    w = bert["warmup"]
+    ro = w[w["variant"] == "reduce-overhead"]
+    grid = pd.concat([w] + [ro.assign(variant=f"reduce-overhead@cfg={i}") for i in range(3)])
+    texts = [a.text for a in charts.warmup_curve(grid, None).layout.annotations]
+    assert not [t for t in texts if "records CUDA graphs" in (t or "")]
 
 
 def test_latency_distribution_per_call_and_pipelined_boxes(bert):
@@ -116,6 +122,22 @@ def test_break_even_annotates_crossings_and_never(bert, mlp):
     assert names[0] == "eager"
     texts = [a.text for a in fig.layout.annotations]
     assert not [t for t in texts if "breaks even after" in t]
+
+
+def test_break_even_with_many_crossings_marks_points_instead_of_piling_arrows(bert):
+    """A grid of eight configs drew eight arrows stacked over the chart's title: past three
+    crossings, each is a point (hover names it) and the legend says the call count."""
+    v = bert["variants"]
+    compiled = v[v["variant"] != "eager"]
+    many = pd.concat([v] + [compiled.assign(variant=compiled["variant"] + f"@cfg={i}")
+                            for i in range(3)], ignore_index=True)
+    fig = charts.break_even(many)
+    assert not [a for a in fig.layout.annotations if "breaks even after" in (a.text or "")]
+    names = [t.name for t in fig.data]
+    assert "reduce-overhead — breaks even after 3,521 calls" in names
+    pts = next(t for t in fig.data if t.name == "break-even point")
+    assert len(pts.x) == 8 and any("reduce-overhead@cfg=2 breaks even after 3,521" in t
+                                   for t in pts.text)
 
 
 def test_break_even_crossing_lies_on_both_lines(bert):
