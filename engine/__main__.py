@@ -3,7 +3,13 @@ import sys
 
 from engine.cli import main
 
-code = main()
+try:
+    code = main()
+except BrokenPipeError:
+    # the reader went away (`python -m engine show 1 | head`): stop quietly, as Unix tools
+    # do; what is left in the buffer goes nowhere instead of raising again at exit
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    code = 141  # 128 + SIGPIPE, what a shell reports for a tool ended by a closed pipe
 if "torch" in sys.modules:
     # The command is done and everything it wrote is committed (the database's transactions,
     # the children's results). Skip the interpreter's teardown: with torch imported it took

@@ -343,6 +343,11 @@ def _short_jobs(candidates: list[Row], eager: Row) -> tuple[str, str]:
         if warm_be is not None:
             text += f", paying off after {fmt.calls(warm_be)}"
         text += ")"
-    text += (f" against {fmt.seconds(_v(eager, 'first_call_cold_s'))} for eager, then saves "
+    # eager's first call as break-even counted it (after CUDA start-up, which both pay);
+    # results from before that figure was stored keep eager's own first call
+    eager_first_ms = _v(r, "eager_first_call_ms")
+    eager_first = (eager_first_ms / 1000 if eager_first_ms is not None
+                   else _v(eager, "first_call_cold_s"))
+    text += (f" against {fmt.seconds(eager_first)} for eager, then saves "
              f"{fmt.ms(saving)} per call. For jobs shorter than {fmt.calls(be)}, run eager.")
     return text, str(r["variant"])

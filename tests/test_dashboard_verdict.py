@@ -165,3 +165,17 @@ def test_busy_host_is_flagged_once_with_the_worst_figure():
     assert "default and max-autotune were timed" in busy[0] and "1.3" in busy[0]
     quiet = df.assign(host_other_busy_cores=[0.0, 0.1, None])
     assert not [w for w in verdict_for_run(quiet).warnings if "CPU cores busy" in w]
+
+
+def test_short_jobs_names_the_eager_first_call_that_break_even_used():
+    """The H200 decode run read "against 298 ms for eager" (eager's process, CUDA start-up
+    included) while its 916 calls were counted from eager's first call after start-up, 20.6 ms."""
+    eager = {"variant": "eager", "status": "ok", "first_call_cold_s": 0.298, "median_ms": 19.9}
+    ro = {"variant": "reduce-overhead", "status": "ok", "median_ms": 1.195,
+          "eager_median_ms": 16.27, "speedup": 13.6, "speedup_ci_low": 1.8,
+          "speedup_ci_high": 100.0, "n_processes": 2, "first_call_cold_s": 13.8,
+          "break_even_calls": 916, "eager_first_call_ms": 20.6}
+    text = decide([eager, ro]).short_jobs
+    assert "after 916 calls" in text and "against 20.6 ms for eager" in text, text
+    old = {k: v for k, v in ro.items() if k != "eager_first_call_ms"}  # stored before it
+    assert "against 298 ms for eager" in decide([eager, old]).short_jobs

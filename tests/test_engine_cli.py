@@ -194,3 +194,23 @@ def test_queued_run_records_what_it_needs(db_url):
     run = queries.list_runs(open_database(db_url)).iloc[0]
     assert run["status"] == "queued"
     assert (run["spec"]["require_gpu"], run["spec"]["require_torch"]) == ("NVIDIA H200", "2.11")
+
+
+def test_a_closed_pipe_ends_the_cli_quietly():
+    """`python -m engine show 1 | head` closed the pipe and got a BrokenPipeError traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    try:
+        p = subprocess.run([sys.executable, "-m", "engine", "models"], cwd=root, stdout=write,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert "Traceback" not in p.stderr and "BrokenPipeError" not in p.stderr, p.stderr
+    assert p.returncode == 141
