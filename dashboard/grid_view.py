@@ -16,7 +16,8 @@ from engine.recommend import recommend
 def render(variants: pd.DataFrame, run_ids: list[int]) -> list[go.Figure]:
     """Draw the section; returns its figures for the HTML report."""
     figures = dict(charts_pareto.pareto_figures(variants))
-    st.header("Grid: Pareto and recommendation", anchor="grid")
+    # every run has configs to weigh (eager is one), not only grid runs
+    st.header("Pareto and recommendation", anchor="grid")
     c1, c2 = st.columns(2)
     widgets.show_figure(figures["pareto_compile"], "fig-pareto-compile", c1)
     widgets.show_figure(figures["pareto_memory"], "fig-pareto-memory", c2)
