@@ -59,7 +59,17 @@ def recompiles_table(recompiles: pd.DataFrame) -> pd.DataFrame:
     for c in cols:
         if c not in df.columns:
             df[c] = None
-    return df[cols].reset_index(drop=True)
+    df = df[cols].reset_index(drop=True)
+    # no call number: the recompile came outside the numbered calls (a decode run's prefill
+    # or generation); no swept value: not a sweep. Say so rather than print "None".
+    calls = pd.to_numeric(df["call_index"], errors="coerce")
+    df["call_index"] = [f"{int(v)}" if pd.notna(v) else "outside the timed calls"
+                        for v in calls]
+    values = pd.to_numeric(df["dim_value"], errors="coerce")
+    if values.isna().all():
+        return df.drop(columns=["dim_value"])
+    df["dim_value"] = [f"{v:g}" if pd.notna(v) else "–" for v in values]
+    return df
 
 
 def runs_without_compiled_results(runs: pd.DataFrame, variants: pd.DataFrame) -> list[int]:

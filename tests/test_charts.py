@@ -253,6 +253,10 @@ def test_tables(bert):
     assert gb.iloc[0]["location"] == "/models/bert.py:88" and gb.iloc[0]["count"] == 2
     rc = tables.recompiles_table(bert["recompiles"])
     assert "size mismatch" in rc.iloc[0]["reason"]
+    assert "None" not in rc.astype(str).to_numpy().ravel().tolist()
+    outside = tables.recompiles_table(bert["recompiles"].assign(call_index=None))
+    assert set(outside["call_index"]) == {"outside the timed calls"}
+    assert "dim_value" not in outside.columns  # not a sweep
     failed = tables.failed_variants(bert["variants"])
     assert list(failed["variant"]) == ["max-autotune"]
     assert failed.iloc[0]["failure_kind"] == "oom"
