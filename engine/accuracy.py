@@ -108,12 +108,14 @@ def judge(fp64: Tensors, eager: Tensors, compiled: Tensors | None, *, multiplier
     NaN never passes: ``nan <= x`` is False."""
     worst: dict[str, Any] | None = None
     failed, score_worst = 0, -1.0
+    rows: list[list[Any]] = []
     for name, ref in fp64.items():
         e = rmse(ref, eager[name]) if name in eager else math.inf
         c = None
         if compiled is not None:
             c = rmse(ref, compiled[name]) if name in compiled else math.inf
         scale = rmse(torch.zeros_like(ref), ref) if ref.is_floating_point() else 0.0
+        rows.append([name, _finite(e), _finite(c), _finite(scale)])
         allowed = multiplier * e + floor * (scale if 0 < scale < math.inf else 1.0)
         ok = c is None or (c <= allowed)
         failed += not ok
@@ -125,7 +127,18 @@ def judge(fp64: Tensors, eager: Tensors, compiled: Tensors | None, *, multiplier
             worst, score_worst = {"tensor": name, "eager_error": e, "compiled_error": c,
                                   "allowed": allowed, "ok": ok}, score
     return {"ok": failed == 0, "tensors": len(fp64), "failed": failed, "worst": worst,
-            "multiplier": multiplier, "floor": floor}
+            "multiplier": multiplier, "floor": floor, **_per_tensor(rows)}
+
+
+# Every tensor's figures are kept with the result (``show --json``), so a reader can see which
+# tensors are off and a changed rule can be applied to stored runs; past this many (a very
+# large model) only the verdict's figures are kept.
+MAX_PER_TENSOR = 2000
+
+
+def _per_tensor(rows: list[list[Any]]) -> dict[str, Any]:
+    """``per_tensor``: [name, eager_error, compiled_error, reference RMS] per tensor."""
+    return {"per_tensor": rows} if len(rows) <= MAX_PER_TENSOR else {}
 
 
 # A parameter's update may be off by this share of its own size before it fails on its own
@@ -150,6 +163,7 @@ def judge_whole(fp64: Tensors, eager: Tensors, compiled: Tensors | None, *, mult
     c_all: list[tuple[float, int]] = []
     s_all: list[tuple[float, int]] = []
     gross: list[dict[str, Any]] = []
+    rows: list[list[Any]] = []
     for name, ref in fp64.items():
         k = max(ref.numel(), 1)
         e = rmse(ref, eager[name]) if name in eager else math.inf
@@ -157,8 +171,10 @@ def judge_whole(fp64: Tensors, eager: Tensors, compiled: Tensors | None, *, mult
         e_all.append((e, k))
         s_all.append((scale, k))
         if compiled is None:
+            rows.append([name, _finite(e), None, _finite(scale)])
             continue
         c = rmse(ref, compiled[name]) if name in compiled else math.inf
+        rows.append([name, _finite(e), _finite(c), _finite(scale)])
         c_all.append((c, k))
         allowed = max(multiplier * e + floor * (scale if 0 < scale < math.inf else 1.0),
                       GROSS_SHARE * scale)
@@ -177,7 +193,7 @@ def judge_whole(fp64: Tensors, eager: Tensors, compiled: Tensors | None, *, mult
         worst = {k: v for k, v in top.items() if k != "score"}
     return {"ok": whole_ok and not gross, "tensors": len(fp64), "failed": len(gross)
             + (not whole_ok), "worst": worst, "multiplier": multiplier, "floor": floor,
-            "method": "whole model", "gross_share": GROSS_SHARE}
+            "method": "whole model", "gross_share": GROSS_SHARE, **_per_tensor(rows)}
 
 
 def max_abs_diff(a: Tensors, b: Tensors) -> float:

@@ -84,6 +84,11 @@ def test_adam_sign_flips_in_one_small_tensor_do_not_fail_the_whole_model():
     assert not per_tensor["ok"] and per_tensor["worst"]["tensor"] == "param:ln.bias"
     whole = accuracy.judge_whole(fp64, eager, compiled, multiplier=3.0, floor=1e-3)
     assert whole["ok"], whole
+    # every tensor's figures are kept, so the per-tensor view can be read (and re-judged) later
+    kept = {name: (e, c, scale) for name, e, c, scale in whole["per_tensor"]}
+    assert kept.keys() == fp64.keys()
+    assert kept["param:ln.bias"][1] == pytest.approx(per_tensor["worst"]["compiled_error"])
+    assert [r[0] for r in per_tensor["per_tensor"]] == list(fp64)
     assert whole["worst"]["tensor"] == "all 3 tensors together" and whole["failed"] == 0
     assert whole["worst"]["compiled_error"] < whole["worst"]["eager_error"] * 3
 
