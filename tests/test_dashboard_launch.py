@@ -67,3 +67,14 @@ def test_streamlit_config_in_the_repository_root_matches():
     assert config["server"]["address"] == "127.0.0.1"
     assert config["browser"]["gatherUsageStats"] is False
     assert config["client"]["toolbarMode"] == "minimal"
+
+
+def test_upload_limit_lets_every_bundle_storage_accepts_through():
+    """Streamlit's default 200 MB refused bundles that storage (512 MiB) would import."""
+    from scripts.run_all import STREAMLIT_FLAGS
+    from storage.bundle import MAX_BUNDLE_BYTES
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] * 2**20 >= MAX_BUNDLE_BYTES
+    flag = STREAMLIT_FLAGS[STREAMLIT_FLAGS.index("--server.maxUploadSize") + 1]
+    assert int(flag) == config["server"]["maxUploadSize"]
