@@ -95,6 +95,7 @@ def _rows_table(df: pd.DataFrame, columns: list[tuple[str, str]]) -> str:
     """``df`` as an HTML table with these (column, header) pairs; "none" when empty."""
     if df is None or df.empty:
         return "<p class='muted'>none</p>"
+    columns = [(c, h) for c, h in columns if c in df.columns]  # a table may leave one out
     head = "".join(f"<th>{_e(h)}</th>" for _, h in columns)
     body = "".join("<tr>" + "".join(_cell(r.get(c)) for c, _ in columns) + "</tr>"
                    for _, r in df.iterrows())
