@@ -37,6 +37,18 @@ def against_baseline(run_id: int) -> BaselineCheck:
     return _against_baseline(data.db_url(), int(run_id))
 
 
+def report_baselines(run_ids: list[int]) -> dict[int, BaselineCheck]:
+    """Each run's baseline check for the HTML report; a run that cannot be judged (not found,
+    a storage error) is left out: the report still has everything else."""
+    out: dict[int, BaselineCheck] = {}
+    for rid in run_ids:
+        try:
+            out[int(rid)] = against_baseline(int(rid))
+        except Exception:  # noqa: BLE001 - the run page says why; the report goes on
+            continue
+    return out
+
+
 @st.cache_data(ttl=data.LIST_TTL_S, show_spinner=False)
 def _version(url: str | None, tag: str, since: datetime | None, until: datetime | None
              ) -> tuple[int, int, int]:

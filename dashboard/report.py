@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import math
+from collections.abc import Mapping
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -26,8 +27,10 @@ import plotly.io as pio
 
 from dashboard import charts_forensics, mixing, tables
 from dashboard.people import VARIANT_HEADLINE, human
+from dashboard.report_baseline import baseline_html
 from dashboard.verdict import Verdict
 from engine.report import describe_step
+from engine.review import BaselineCheck
 
 # A4 is 210 mm wide: at 96 dpi with 12 mm margins that is about 700 px of content, which
 # every table and chart below fits (checked by the browser test at that width).
@@ -150,8 +153,10 @@ def build_report(
     title: str = "Compile Lab report",
     permalink: str | None = None,
     generated_at: dt.datetime | None = None,
+    baselines: Mapping[int, BaselineCheck] | None = None,
 ) -> str:
-    """One HTML document: verdicts, headline figures, charts, then the details."""
+    """One HTML document: verdicts, headline figures (and each run against its baseline, where
+    ``baselines`` has it), charts, then the details."""
     generated_at = generated_at or dt.datetime.now(dt.UTC)
     runs = runs if runs is not None else pd.DataFrame()
     vt = tables.variants_table(variants, runs)
@@ -188,6 +193,7 @@ def build_report(
         mine = vt[vt["run_id"] == rid] if not vt.empty else vt
         if not mine.empty:
             parts.append(_figures_by_variant(mine, HEADLINE))
+        parts.append(baseline_html((baselines or {}).get(rid), _e, _rows_table))
         parts.append("</div>")
 
     # 3. charts

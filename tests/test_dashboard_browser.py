@@ -211,6 +211,8 @@ def test_permalink_as_first_request_draws_the_comparison(server, browser, shots)
     html = Path(download.value.path()).read_text()
     assert html.count('class="plotly-graph-div"') == 13  # the report's sections, forensics included
     assert "NVIDIA H200" in html
+    # each run against its baseline, as the run page judges it (none pinned in a fresh import)
+    assert html.count("Against its baseline") == 2 and "No baseline run for this config" in html
     page.close()
 
 

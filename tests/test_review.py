@@ -98,3 +98,24 @@ def test_verdict_words():
     assert verdict_label("regression") == "regressed"
     assert verdict_label("not significant") == "beyond threshold, not significant"
     assert verdict_label("unchanged") == "within threshold"
+
+
+def test_html_report_carries_the_run_against_its_baseline(db):
+    """The run page judged a run against its baseline; the downloadable report left it out."""
+    from dashboard import report
+    from dashboard.report_baseline import baseline_html
+
+    ids = import_runs(db, week_of_runs())
+    pin_run(db, ids[1])
+    check = against_baseline(db, ids[2])
+    html = baseline_html(check, report._e, report._rows_table)
+    assert f"Baseline: run #{ids[1]}" in html and "Regressed: " in html and "speedup" in html
+    assert "Environment differences" in html and "torch" in html and "commit" in html
+    assert "<table>" in html
+    assert "pinned baseline of its config" in baseline_html(
+        against_baseline(db, ids[1]), report._e, report._rows_table)
+    assert "No baseline run" in baseline_html(
+        against_baseline(db, ids[2]).__class__(run_id=1, config_key="k", baseline_id=None,
+                                               how="no baseline pinned"),
+        report._e, report._rows_table)
+    assert baseline_html(None, report._e, report._rows_table) == ""

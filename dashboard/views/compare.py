@@ -8,6 +8,7 @@ from dashboard import (
     baseline_view,
     charts,
     data,
+    data_review,
     decode_view,
     forensics_view,
     grid_view,
@@ -221,5 +222,5 @@ with s2:
             runs, variants, [("", f) for f in ordered], verdicts,
             graph_breaks=d["graph_breaks"], recompiles=d["recompiles"],
             title=f"Compile Lab: runs {', '.join('#' + str(i) for i in picked)}",
-            permalink=link),
+            permalink=link, baselines=data_review.report_baselines(picked)),
         help="One self-contained file (plotly.js embedded): opens offline, fit to attach.")
