@@ -276,6 +276,10 @@ FIGURES: tuple[Figure, ...] = (
     _s("disagree_p", "float", None, "Cochran's Q p-value over processes", column=False),
     _s("processes_disagree", "bool", "processes disagree", column=False),
     _s("interval_method", "str", None, column=False),
+    _s("pipelined_speedup", "float", "pipelined speedup", "eager ÷ variant, pipelined calls of "
+       "the same paired rounds, over processes as the speedup is", column=False),
+    _s("pipelined_ci_low", "float", "pipelined CI low", column=False),
+    _s("pipelined_ci_high", "float", "pipelined CI high", column=False),
     _s("stop_reason", "str", "stopped because", column=False),
 )
 

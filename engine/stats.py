@@ -449,6 +449,17 @@ def add_stats(result: dict[str, Any], eager_first_call_ms: float | None = None, 
                  within_process_spread=est.within_spread, disagree_p=est.disagree_p,
                  processes_disagree=est.disagree, interval_method=est.method)
 
+    # The throughput verdict's interval: the pipelined calls of the same paired rounds (one
+    # sample a side a round), by the same hierarchical bootstrap as the per-call speedup.
+    try:
+        pe = hierarchical_speedup(
+            [ProcessRounds.from_samples(p["eager_pipelined_ms"], p["pipelined_ms"], 1)
+             for p in procs], ci=ci, n_boot=n_boot, seed=seed)
+        stats.update(pipelined_speedup=pe.speedup, pipelined_ci_low=pe.low,
+                     pipelined_ci_high=pe.high)
+    except (ValueError, TypeError, KeyError):
+        pass  # no pipelined rounds (older results, a failed pass): the point estimate only
+
     eager_first = (float(eager_first_call_ms) if eager_first_call_ms is not None
                    else stats["eager_median_ms"])
     stats["eager_first_call_ms"] = eager_first

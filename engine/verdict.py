@@ -20,6 +20,7 @@ cause), one measuring process only, noisy series, a busy host, failed variants.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 from engine import fmt
 from engine.hostload import BUSY_HOST_CORES
 
-TIE_BAND = 0.03  # pipelined ratios within ±3 % of 1.0 are called a tie (no CI for pipelined)
+TIE_BAND = 0.03  # pipelined ratios within ±3 % of 1.0 are called a tie (also without an interval)
 LAUNCH_BOUND = 0.5  # eager's device-busy time below half its wall time: launch-bound
 
 Row = Mapping[str, Any]
@@ -306,11 +307,22 @@ def _throughput(candidates: list[Row]) -> tuple[str, str]:
     if not rows:
         return "No pipelined measurements; see latency.", "eager"
     ratio, p, e, best = min(rows, key=lambda t: t[1])  # fastest pipelined
+    # the interval of the pipelined ratio over processes (engine/stats.py), where stored;
+    # results from before it carry the point estimate only, and say so
+    lo, hi = _v(best, "pipelined_ci_low"), _v(best, "pipelined_ci_high")
+    k = _v(best, "n_processes")
+    over = f" over {int(k)} processes" if k and k > 1 else ""
+    ci = (f", 95% CI {fmt.ratio(lo)}–{fmt.ratio(hi)}{over}" if lo is not None and hi is not None
+          else "; medians, no interval stored")
     figures = (f"{fmt.ms(p)} per call pipelined vs {fmt.ms(e)} eager pipelined "
-               f"({fmt.ratio(ratio)})")
-    if ratio < 1.0 - TIE_BAND:
+               f"({fmt.ratio(ratio)}{ci})")
+    if ratio < 1.0 - TIE_BAND and (hi is None or hi < 1.0):
         return ("Ship eager — compiled is slower than eager for back-to-back calls too. "
                 f"Fastest compiled is {best['variant']}: {figures}."), "eager"
+    if lo is not None and lo <= 1.0 <= (hi if hi is not None else math.inf):
+        return ("Ship eager — no compiled variant is measurably faster for back-to-back calls "
+                f"(the interval includes 1.0). Fastest compiled is {best['variant']}: "
+                f"{figures}."), "eager"
     if ratio <= 1.0 + TIE_BAND:
         return (f"Ship eager — {best['variant']} is within {TIE_BAND:.0%} of eager pipelined "
                 f"(a tie): {figures}."), "eager"

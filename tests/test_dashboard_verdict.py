@@ -179,3 +179,23 @@ def test_short_jobs_names_the_eager_first_call_that_break_even_used():
     assert "after 916 calls" in text and "against 20.6 ms for eager" in text, text
     old = {k: v for k, v in ro.items() if k != "eager_first_call_ms"}  # stored before it
     assert "against 298 ms for eager" in decide([eager, old]).short_jobs
+
+
+def test_throughput_needs_its_interval_to_clear_one():
+    """ViT-B on the H200: latency's interval included 1.0, yet throughput said "Ship
+    reduce-overhead" on a 1.14x pipelined point estimate. With the pipelined interval stored,
+    an interval that includes 1.0 is not a win; without one the sentence says so."""
+    eager = {"variant": "eager", "status": "ok", "first_call_cold_s": 0.9}
+    ro = {"variant": "reduce-overhead", "status": "ok", "median_ms": 3.33,
+          "eager_median_ms": 3.64, "speedup": 1.09, "speedup_ci_low": 0.95,
+          "speedup_ci_high": 1.27, "n_processes": 4, "pipelined_median_ms": 3.12,
+          "eager_pipelined_median_ms": 3.55, "pipelined_speedup": 1.14,
+          "pipelined_ci_low": 0.97, "pipelined_ci_high": 1.33}
+    v = decide([eager, ro])
+    assert v.throughput_choice == "eager" and "measurably faster for back-to-back" in \
+        v.throughput and "95% CI 0.97×–1.33× over 4 processes" in v.throughput, v.throughput
+    clear = decide([eager, {**ro, "pipelined_ci_low": 1.05}])
+    assert clear.throughput_choice == "reduce-overhead"
+    old = {k: x for k, x in ro.items() if not k.startswith("pipelined_")} | {
+        "pipelined_median_ms": 3.12}
+    assert "no interval stored" in decide([eager, old]).throughput

@@ -293,7 +293,13 @@ def test_add_stats_fills_ok_result():
     assert st["speedup_ci_low"] > 1.5
     expected = break_even_calls(5.0, 3000.0, st["eager_median_ms"], st["median_ms"])
     assert st["break_even_calls"] == expected and expected > 1000
+    # the throughput verdict's interval: the pipelined rounds, paired the same way
+    ratio = st["eager_pipelined_median_ms"] / st["pipelined_median_ms"]
+    assert st["pipelined_speedup"] == pytest.approx(ratio)
+    assert st["pipelined_ci_low"] < st["pipelined_speedup"] < st["pipelined_ci_high"]
     json.dumps(r)  # plain Python types only, ready to store
+    unpaired = add_stats({**_ok_result(), "pipelined_ms": [1.0]})["stats"]
+    assert unpaired["pipelined_speedup"] is None and unpaired["speedup"] is not None
 
 
 def test_add_stats_eager_first_call_defaults_to_eager_median():
