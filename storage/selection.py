@@ -15,7 +15,7 @@ from sqlalchemy import delete, func, select
 from engine.config_key import config_key, config_of
 from storage.db import Database
 from storage.models import ALL_CONFIGS, Baseline, Run, RunTag, utcnow
-from storage.records import load_run
+from storage.records import load_runs_by_id
 from storage.results import RunNotFound, require_run
 from storage.text import check_tag
 
@@ -88,14 +88,14 @@ def latest_per_config(heads: Iterable[RunHead]) -> dict[str, RunHead]:
 
 
 def load_runs_plain(db: Database, run_ids: Iterable[int]) -> list[dict[str, Any]]:
-    """``load_run`` for each id; ``RunNotFound`` names an id that is not there."""
-    out = []
-    for run_id in run_ids:
-        run = load_run(db, run_id)
-        if run is None:
-            raise RunNotFound(f"no run with id {run_id}")
-        out.append(run)
-    return out
+    """``load_run`` for each id, in order, in a few queries; ``RunNotFound`` names an id that
+    is not there."""
+    ids = [int(i) for i in run_ids]
+    runs = load_runs_by_id(db, ids)
+    missing = [i for i in ids if i not in runs]
+    if missing:
+        raise RunNotFound(f"no run with id {missing[0]}")
+    return [runs[i] for i in ids]
 
 
 # ---- pinned baselines ----

@@ -119,3 +119,28 @@ def test_html_report_carries_the_run_against_its_baseline(db):
                                                how="no baseline pinned"),
         report._e, report._rows_table)
     assert baseline_html(None, report._e, report._rows_table) == ""
+
+
+def test_a_window_of_runs_loads_in_a_few_queries_in_order(db):
+    """The Review page read its runs one by one (a round of queries per run)."""
+    from sqlalchemy import event
+
+    from storage.selection import RunNotFound, load_runs_plain
+
+    ids = import_runs(db, week_of_runs())
+    statements: list[str] = []
+
+    def count(conn, cursor, statement, *args):  # noqa: ANN001 - SQLAlchemy's event signature
+        statements.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", count)
+    try:
+        runs = load_runs_plain(db, list(reversed(ids)))
+    finally:
+        event.remove(db.engine, "before_cursor_execute", count)
+    assert [r["run_id"] for r in runs] == list(reversed(ids))
+    assert all(r["variants"] and r["tags"] for r in runs)
+    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert len(selects) <= 8 < 3 * len(ids), selects  # runs, tags, variants + children
+    with pytest.raises(RunNotFound, match="no run with id 999999"):
+        load_runs_plain(db, [ids[0], 999999])
