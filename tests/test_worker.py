@@ -328,13 +328,35 @@ def test_a_run_lost_twice_ends_failed_worker_lost(lab):
     assert third.stop() == 0
 
 
+def stop_outside_a_write(pid: int, path: Path, tries: int = 20) -> None:
+    """SIGSTOP ``pid`` at a moment it holds no SQLite write lock. A process stopped inside its
+    (milliseconds-long) heartbeat write keeps the file locked until it wakes: SQLite's nature,
+    not the stalled-worker case under test, yet on a loaded 2-core host the stop landed there
+    once in CI. Stopped inside one: let it finish the write and stop it again."""
+    import sqlite3
+
+    for _ in range(tries):
+        os.kill(pid, signal.SIGSTOP)
+        probe = sqlite3.connect(path, timeout=0.5)
+        try:
+            probe.execute("BEGIN IMMEDIATE")  # a write lock: free only if the worker holds none
+            probe.rollback()
+            return
+        except sqlite3.OperationalError:
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.2)
+        finally:
+            probe.close()
+    raise AssertionError(f"worker {pid} held the database's write lock {tries} times in a row")
+
+
 def test_a_stalled_worker_that_lost_its_run_leaves_the_new_owner_alone(lab):
     """SIGSTOP a worker past --stale-after: another worker takes the run over. When the first
     one wakes up it must neither overwrite the results nor finish (or cancel) the run."""
     run_id = lab.enqueue(slow_spec(4.0))
     w1 = lab.worker()
     wait_for(lambda: w1.child_running("eager"), 30, "the first worker's child", lab.logs)
-    os.kill(w1.pid, signal.SIGSTOP)
+    stop_outside_a_write(w1.pid, lab.tmp / "lab.db")
     try:
         w2 = lab.worker("--stale-after", "3")
         wait_for(lambda: w2.child_running("eager"), 40, "the second worker's child", lab.logs)
