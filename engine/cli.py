@@ -295,7 +295,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.queue:  # measured here: the process server starts while we check the spec
         from engine import forked
 
-        forked.start_early()
+        forked.start_early(libraries=forked.wants_libraries(args.model))
+        import engine.execute  # noqa: F401  (numpy, scipy: 1.5 s, beside the server's start)
     dims, sweep = _parse_dims(args.dim)
     tags, note = normalize_tags(args.tag), check_note(args.note)
     raw = {
