@@ -96,6 +96,19 @@ def start_early(libraries: bool = True) -> None:
         STARTED_EARLY = True
 
 
+def start_for_argv(argv: list[str]) -> None:
+    """``python -m engine run ...`` (not ``--queue``): ``start_early`` before the CLI imports
+    anything heavy (storage, through the spec module: sqlalchemy and alembic, 0.7-2.9 s on the
+    2-core host, which then overlap the server's torch import).  The arguments are only
+    glanced at here (the CLI parses them properly later): a misread one at worst starts a server
+    that is not used, or preloads the model libraries, which is the default anyway."""
+    if not argv or argv[0] != "run" or any(a.startswith("--q") for a in argv):
+        return
+    model = next((b for a, b in zip(argv, argv[1:], strict=False) if a == "--model"), None)
+    model = model or next((a.split("=", 1)[1] for a in argv if a.startswith("--model=")), None)
+    start_early(libraries=model is None or wants_libraries(model))
+
+
 def preloaded_ok() -> bool:
     """In the server (and so in a fresh fork): torch imported, compiler and CUDA not."""
     import torch

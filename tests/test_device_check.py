@@ -80,3 +80,32 @@ def test_the_cli_checks_the_device_in_a_fork_and_never_imports_torch() -> None:
         assert out["nobackend"][1] == "backend" and "unknown backend" in out["nobackend"][0]
     assert out["fork_has_transformers"] is False  # the MLP's server skips the libraries
     assert out["server_clean"] is True  # the probes' dynamo import and device use stayed there
+
+
+def test_run_starts_the_server_before_importing_storage() -> None:
+    """``python -m engine run`` starts the process server first thing: the storage import
+    (sqlalchemy, alembic: 0.7-2.9 s on the 2-core host) then overlaps the server's torch import;
+    the MLP's server skips the model libraries, a queued run starts none."""
+    code = (
+        "import runpy, sys; from engine import forked; seen = []\n"
+        "forked.start_early = lambda libraries=True: seen.append(("
+        "'sqlalchemy' in sys.modules, 'torch' in sys.modules, libraries))\n"
+        "sys.argv = ['engine'] + sys.argv[1:]\n"
+        "try:\n"
+        "    runpy.run_module('engine', run_name='__main__')\n"
+        "except SystemExit as e:\n"
+        "    print(e.code, seen)\n")
+    runs = {"run": ["run", "--model", "mlp", "--dim", "nosuch=3", "--db", "sqlite://"],
+            "bert": ["run", "--model=bert_base", "--dim", "nosuch=3", "--db", "sqlite://"],
+            "queued": ["run", "--model", "mlp", "--queue", "--dim", "nosuch=3", "--db",
+                       "sqlite://"]}
+    out = {}
+    for name, argv in runs.items():
+        done = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        out[name] = done.stdout.strip().splitlines()[-1]
+        assert "nosuch" in done.stderr, done.stderr  # the bad dim, reported
+    assert out["run"] == "2 [(False, False, False), (True, False, False)]", out
+    assert out["bert"] == "2 [(False, False, True), (True, False, True)]", out
+    assert out["queued"] == "2 []", out
