@@ -1,7 +1,10 @@
 import os
 import sys
 
-from engine.cli import main
+from engine import forked
+
+forked.start_for_argv(sys.argv[1:])  # a run's process server starts before the CLI's imports
+from engine.cli import main  # noqa: E402
 
 try:
     code = main()

@@ -286,6 +286,15 @@ def _grid_variants(args: argparse.Namespace) -> list[str]:
         raise UsageError(str(e)) from None
 
 
+def _start_server_early(args: argparse.Namespace) -> None:
+    """A run measured here starts the preloaded process server (engine/forked.py) before its
+    spec is checked; ``python -m engine run`` has started it even earlier (engine/__main__.py,
+    ``forked.start_for_argv``), and then this does nothing."""
+    from engine import forked
+
+    forked.start_early(libraries=forked.wants_libraries(args.model))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from storage.text import check_note, normalize_tags
 
@@ -293,9 +302,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise SpecError("--require-gpu / --require-torch choose the worker that takes a queued "
                         "run: add --queue (a run measured here uses this machine)", "require_gpu")
     if not args.queue:  # measured here: the process server starts while we check the spec
-        from engine import forked
-
-        forked.start_early()
+        _start_server_early(args)
+        import engine.execute  # noqa: F401  (numpy, scipy: 1.5 s, beside the server's start)
     dims, sweep = _parse_dims(args.dim)
     tags, note = normalize_tags(args.tag), check_note(args.note)
     raw = {

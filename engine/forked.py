@@ -9,9 +9,11 @@ the device, so each child creates its own context) and **the compiler not import
 (``torch._dynamo``/``torch._inductor`` load in the child, inside its setup and first call, as in
 a user's fresh process; ``preloaded_ok`` checks it).
 
-``engine.preload`` also imports model libraries that are installed and that do not import the
-compiler (transformers: about 5-8 s of every BERT process's setup on the H200 host, where
-``import transformers`` leaves ``torch._dynamo`` unloaded, as checked there on 2026-12-03).
+``engine.preload_libs`` also imports model libraries that are installed and that do not import
+the compiler (transformers: about 5-8 s of every BERT process's setup on the H200 host, where
+``import transformers`` leaves ``torch._dynamo`` unloaded, as checked there on 2026-12-03), but
+only for a run whose model may need one (``wants_libraries``): for the seed MLP that import
+would only delay the server, and so the run's first child.
 
 A forked child behaves like the old one: its own session and process group (``os.setsid``),
 killed with its parent (``PR_SET_PDEATHSIG``; its parent is the server, which exits when the
@@ -37,6 +39,9 @@ NAME_PREFIX = "cl:"
 """A forked child's process name is ``cl:<variant>`` (15 bytes at most): its command line is
 the server's, so this is how ``ps``, ``top`` and the tests tell the measuring children apart."""
 _CONTEXT: Any = None
+STARTED_EARLY = False
+"""Whether ``start_early`` started the server in this process (the CLI's ``run``): then the
+spec's device check runs in a fork of it (engine/device_check.py), not in the caller."""
 
 
 def enabled() -> bool:
@@ -44,31 +49,64 @@ def enabled() -> bool:
             and os.environ.get("COMPILELAB_FORKSERVER", "1").strip() not in ("0", "false", "no"))
 
 
-def context() -> Any:
-    """The fork-server context, its server preloading ``engine.child`` (started on first use)."""
+def preloads(libraries: bool = True) -> list[str]:
+    """The server's preloads: the child (and so torch), the model libraries if asked, and last
+    the module that makes the server skip its teardown."""
+    return ["engine.child", *(["engine.preload_libs"] if libraries else []), "engine.preload"]
+
+
+def wants_libraries(model: str) -> bool:
+    """May a run of ``model`` import a preloadable model library?  No only for a built-in
+    catalogue model that requires no optional package (the seed MLP); a registry, plugin or
+    user model, or a name the catalogue does not know, may."""
+    from engine.catalogue import BUILTIN
+
+    return not any(m.name == model and not m.requires for m in BUILTIN)
+
+
+def context(libraries: bool = True) -> Any:
+    """The fork-server context, its server preloading ``engine.child`` (started on first use;
+    ``libraries`` counts only on that first call)."""
     global _CONTEXT
     if _CONTEXT is None:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["engine.child", "engine.preload"])
+        ctx.set_forkserver_preload(preloads(libraries))
         _CONTEXT = ctx
     return _CONTEXT
 
 
-def start_early() -> None:
+def start_early(libraries: bool = True) -> None:
     """Start the preloaded server now, without waiting for it: it imports torch while the
-    caller validates the spec (which imports torch in the parent too) and opens the database,
-    so a run's first child forks at once instead of waiting ~4 s for the server (issue "time to
-    answer": measured 4.4 s + 4.3 s one after the other on the 2-core CPU host).  Nothing is
+    caller validates the spec and opens the database, so a run's first child forks at once
+    instead of waiting ~4 s for the server (issue "time to answer": measured 4.4 s + 4.3 s one
+    after the other on the 2-core CPU host).  The spec's device check then runs in a fork of
+    this server (engine/device_check.py), so the caller never imports torch itself.  Nothing is
     measured yet, so the two imports may share the cores; the server is the same one
     ``usable`` would start later (same preloads, started from the same process), so the
-    children are too.  Any problem here is left to ``usable``, which reports it."""
+    children are too.  Any problem here is left to ``usable``, which reports it.
+    ``libraries``: preload the model libraries (``wants_libraries`` of the run's model)."""
+    global STARTED_EARLY
     if not enabled():
         return
     with contextlib.suppress(Exception):
         from multiprocessing import forkserver
 
-        context()
+        context(libraries)
         forkserver.ensure_running()
+        STARTED_EARLY = True
+
+
+def start_for_argv(argv: list[str]) -> None:
+    """``python -m engine run ...`` (not ``--queue``): ``start_early`` before the CLI imports
+    anything heavy (storage, through the spec module: sqlalchemy and alembic, 0.7-2.9 s on the
+    2-core host, which then overlap the server's torch import).  The arguments are only
+    glanced at here (the CLI parses them properly later): a misread one at worst starts a server
+    that is not used, or preloads the model libraries, which is the default anyway."""
+    if not argv or argv[0] != "run" or any(a.startswith("--q") for a in argv):
+        return
+    model = next((b for a, b in zip(argv, argv[1:], strict=False) if a == "--model"), None)
+    model = model or next((a.split("=", 1)[1] for a in argv if a.startswith("--model=")), None)
+    start_early(libraries=model is None or wants_libraries(model))
 
 
 def preloaded_ok() -> bool:

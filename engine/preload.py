@@ -1,35 +1,12 @@
-"""Imported by the fork server (engine/forked.py) after ``engine.child``: model libraries that
-every BERT or torchvision process would otherwise import again, each only when installed and
-only if importing it leaves the compiler unloaded (a preloaded compiler would hide its import
-from the cold compile time; ``forked.preloaded_ok`` would then fail loudly, so we check first
-and skip instead)."""
+"""Imported last by the fork server (engine/forked.py), after ``engine.child`` (and
+``engine.preload_libs`` where the run may need a model library): it makes the server end
+without the interpreter's teardown."""
 
 from __future__ import annotations
 
 import atexit
-import importlib
-import importlib.util
 import os
 import sys
-
-CANDIDATES = ("transformers",)  # torchvision imports torch._dynamo (H200, torch 2.11)
-LOADED: list[str] = []
-
-
-def _compiler_loaded() -> bool:
-    return "torch._dynamo" in sys.modules or "torch._inductor" in sys.modules
-
-
-for _name in CANDIDATES:
-    if _compiler_loaded():
-        break
-    if importlib.util.find_spec(_name) is None:
-        continue
-    try:
-        importlib.import_module(_name)
-    except Exception:  # a broken optional package: the child reports it when it needs it
-        continue
-    LOADED.append(_name)
 
 
 def _exit_now() -> None:

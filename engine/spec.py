@@ -247,8 +247,9 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
         raise SpecError(f"{info.name} measures token generation (inference): use step "
                         "'inference'", "step")
     if check_device:
-        check_backend(backend)
-        check_device_dtype(spec["device"], spec["dtype"])
+        from engine import device_check  # in a fork of the process server where one runs
+
+        device_check.check(backend, spec["device"], spec["dtype"])
     if check_factory and info.source == "registry":
         check_registry_model(model, spec["dims"])
     elif check_factory and info.source != "builtin":

@@ -1,0 +1,77 @@
+"""The CLI's device check (``normalise(check_device=True)``) without importing torch in the CLI.
+
+The check asks torch whether the backend is registered and whether the device can run the dtype.
+Done in the CLI process itself it imported torch (~4 s on the 2-core CPU host) and, for the
+backend, ``torch._dynamo`` (~3 s more), one after the other, before the run's first measuring
+process could start (issue "time to answer": 8 s of a 12 s eager-only run there).  Two changes:
+
+* The backends torch registers itself (``TORCH_BACKENDS``) need no lookup: they are there in
+  every torch this project supports (tests/test_device_check.py asks this torch's own list).
+  Any other name is still looked up in torch's list (which imports ``torch._dynamo``).
+* Where the CLI has already started the preloaded process server (``forked.STARTED_EARLY``),
+  the checks run in a throwaway fork of it, which holds torch already; its verdict comes back
+  in a file.  The server itself stays clean (no compiler, no CUDA context): only the fork
+  imports dynamo or creates a context, and it exits.  Anywhere else (scripts, no fork server,
+  a fork that does not answer) the checks run here as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from engine.spec import SpecError, check_backend, check_device_dtype
+
+TORCH_BACKENDS = frozenset({"inductor", "eager", "aot_eager", "cudagraphs"})
+PROBE_TIMEOUT_S = 120.0
+
+
+def _checks(backend: str, device: str, dtype: str) -> None:
+    if backend not in TORCH_BACKENDS:
+        check_backend(backend)
+    check_device_dtype(device, dtype)
+
+
+def _probe(backend: str, device: str, dtype: str, out: str) -> None:
+    """Runs in a fork of the server: the checks, then the verdict to ``out`` (never returns)."""
+    verdict: dict[str, str | None] = {}
+    try:
+        _checks(backend, device, dtype)
+    except SpecError as e:
+        verdict = {"error": str(e), "field": e.field}
+    except Exception as e:  # noqa: BLE001 - any other failure is the device's answer too
+        verdict = {"error": f"device {device} cannot run {dtype}: {e}", "field": "dtype"}
+    with open(out, "w") as f:
+        json.dump(verdict, f)
+    os._exit(0)
+
+
+def _in_fork(backend: str, device: str, dtype: str) -> dict[str, str | None] | None:
+    """The verdict of a fork of the server, or None when it gave none (then check here)."""
+    from engine import forked
+
+    if not (forked.STARTED_EARLY and forked.usable()):
+        return None
+    with tempfile.TemporaryDirectory(prefix="compilelab-check-") as tmp:
+        out = os.path.join(tmp, "verdict.json")
+        proc = forked.context().Process(target=_probe, args=(backend, device, dtype, out))
+        proc.start()
+        proc.join(PROBE_TIMEOUT_S)
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join(5)
+        try:
+            with open(out) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+
+def check(backend: str, device: str, dtype: str) -> None:
+    """Raise SpecError if ``backend`` is not registered or ``device`` cannot run ``dtype``."""
+    verdict = _in_fork(backend, device, dtype)
+    if verdict is None:
+        _checks(backend, device, dtype)
+    elif verdict.get("error"):
+        raise SpecError(str(verdict["error"]), verdict.get("field"))
