@@ -63,11 +63,12 @@ dashboard: venv
 
 # The fast tier (under 10 minutes on 2 cores). Real compiles, browser walks and database
 # faults carry the `slow` marker: `make test-slow` runs them, and .ci/run runs both tiers.
+# --durations: the slowest tests end each log, so the budget shows where it goes.
 test: venv
-	"$(VENV)/bin/pytest" -q --timeout=$(PYTEST_TIMEOUT) -m "not slow" $(PYTEST_ARGS)
+	"$(VENV)/bin/pytest" -q --timeout=$(PYTEST_TIMEOUT) --durations=25 -m "not slow" $(PYTEST_ARGS)
 
 test-slow: venv
-	"$(VENV)/bin/pytest" -q --timeout=$(PYTEST_TIMEOUT) -m slow $(PYTEST_ARGS)
+	"$(VENV)/bin/pytest" -q --timeout=$(PYTEST_TIMEOUT) --durations=25 -m slow $(PYTEST_ARGS)
 
 lint: venv
 	"$(VENV)/bin/ruff" check .
