@@ -168,9 +168,6 @@ def run_variants(
     def finish(job: Job, child: dict[str, Any]) -> None:
         """Fold one finished process into its variant's result and decide what comes next."""
         v = job.variant
-        if job.held:  # a spare that ended before it was needed: as if never started (a later
-            job.state = "dropped"  # process, if one is needed, meets the same problem and says so)
-            return
         child.setdefault("scheduling", scheduling)
         if v == "eager":
             _first_process(child)
