@@ -19,7 +19,7 @@ from typing import Any
 from engine import forensics, gates, roofline, startup, stats, torch_trace
 from engine.eta import Eta, describe
 from engine.process import ChildProcess, run_child
-from engine.schedule import COMPILE_ALONE, Job, decide, resolve
+from engine.schedule import Job, decide, resolve
 
 __all__ = ["run_child", "run_variants", "time_breakdown"]
 
@@ -124,10 +124,6 @@ def run_variants(
     eager_first: dict[str, float | None] = {"ms": None}
     plan: list[Job] = ([Job("eager", 0)] if "eager" in variants else [])
     plan += [Job(v, i) for i in range(k_min) for v in compiled]
-    if compile_slots == COMPILE_ALONE and k_max > k_min:
-        # small host: each variant's first extra process starts with the others, held at its
-        # compile gate until the interval says it is needed (engine.schedule rule 6)
-        plan += [Job(v, k_min, held=True) for v in compiled]
     active = set(compiled)  # variants that may still get processes
     done_count = {v: 0 for v in compiled}
     extra_since: list[float] = []
@@ -159,7 +155,7 @@ def run_variants(
             return
         phase, frac = p
         by_time = eta.fraction()
-        total = max(sum(j.state != "dropped" and not j.held for j in plan), 1)
+        total = max(sum(j.state != "dropped" for j in plan), 1)
         finished = sum(j.state == "done" for j in plan)
         overall = by_time if by_time is not None else (finished + frac) / total
         left = describe(eta.seconds_left())
@@ -206,7 +202,7 @@ def run_variants(
         on_result(_with_stats(results[v], eager_first["ms"]))
         if v not in active:
             return
-        planned = sum(j.variant == v and j.state != "dropped" and not j.held for j in plan)
+        planned = sum(j.variant == v and j.state != "dropped" for j in plan)
         if done_count[v] < planned:
             return
         if done_count[v] >= k_min and not extra_since:
@@ -219,15 +215,10 @@ def run_variants(
         if (reason is None and extra_since and time.monotonic() - extra_since[0]
                 >= float(spec.get("process_budget_s", 0))):
             reason = "time budget"
-        spare = next((j for j in plan if j.variant == v and j.held and j.state != "dropped"),
-                     None)
         if reason:
             results[v]["stop_reason"] = reason
-            drop(v)  # its spare, if any, ends at its compile gate, having measured nothing
+            active.discard(v)
             on_result(_with_stats(results[v], eager_first["ms"]))  # with the reason
-        elif spare is not None:
-            spare.held = False  # needed: it compiles and times next
-            eta.set_left("warm", eta.left["warm"] + 1)
         else:
             plan.append(Job(v, done_count[v]))
             eta.set_left("warm", eta.left["warm"] + 1)
@@ -275,8 +266,6 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
                     j.state = "dropped"
             return
         for j in alive:  # exits, timeouts, gate arrivals
-            if j.state == "dropped":  # ended by ``finish`` of another job in this pass
-                continue
             h = j.handle
             if h.poll():
                 if not h.ended:

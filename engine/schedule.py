@@ -25,11 +25,6 @@ measurements as clean as one-at-a-time and the waits short:
    single-threaded, ~4 s each on the 2-core CPU host, take one core each), so a compile's
    first-call time is what it is alone, and so is every timing window.
 
-6. **A spare process waits at its compile gate** (``Job.held``) until the runner knows whether
-   its variant needs another process (engine/runner.py: on a small host the first extra process
-   is started with the batch, so its compiler import overlaps the others'; if the interval is
-   narrow enough without it, it is ended there, having measured nothing).
-
 With ``concurrency=1`` this is exactly the old serial run: one process at a time.
 """
 
@@ -50,9 +45,6 @@ class Job:
     index: int  # 0: cold process (or eager's only one); 1, 2, ...: warm-cache processes
     state: str = "pending"
     handle: Any = field(default=None, repr=False)  # the runner's process handle
-    held: bool = False
-    """A spare process (rule 6): it prepares with its batch but may not compile, and so not
-    time, until the runner confirms it is needed (``held = False``) or drops it."""
 
     @property
     def kind(self) -> str:
@@ -75,9 +67,9 @@ def host_cpus() -> int:
 
 COMPILE_ALONE = 0
 """``compile_slots`` of a small host: each compile runs with no other job working (rule 5)."""
-SMALL_HOST_ALIVE = 5
-"""Processes alive at once on a small host: eager, the three default processes of one compiled
-variant and its spare (rule 6) prepare together (on 2 cores two compiler imports at a time)."""
+SMALL_HOST_ALIVE = 4
+"""Processes alive at once on a small host: eager and the three default processes of one
+compiled variant prepare together (on 2 cores two compiler imports at a time)."""
 
 
 def auto_concurrency(cpus: int | None = None) -> tuple[int, int]:
@@ -125,7 +117,7 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int
     cold_compiled = {j.variant for j in jobs
                      if j.index == 0 and j.state in ("time_wait", "timing", "done")}
     for j in alive:  # rule 4
-        if j.state != "compile_wait" or j.held:  # rule 6
+        if j.state != "compile_wait":
             continue
         if j.index > 0 and j.variant not in cold_compiled:
             continue
