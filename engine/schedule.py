@@ -19,11 +19,6 @@ measurements as clean as one-at-a-time and the waits short:
    waits until its variant's cold compile has filled the cache.  A max-autotune compile times
    kernels on the GPU, so it runs only when no other job is preparing or compiling, and nothing
    starts or compiles beside it.
-5. **On a small host every compile is alone** (``compile_slots == COMPILE_ALONE``): like a
-   max-autotune compile, it waits until no other job prepares or compiles, and nothing starts
-   beside it.  The jobs still start together and prepare side by side (their compiler imports,
-   single-threaded, ~4 s each on the 2-core CPU host, take one core each), so a compile's
-   first-call time is what it is alone, and so is every timing window.
 
 With ``concurrency=1`` this is exactly the old serial run: one process at a time.
 """
@@ -65,26 +60,15 @@ def host_cpus() -> int:
     return os.cpu_count() or 1
 
 
-COMPILE_ALONE = 0
-"""``compile_slots`` of a small host: each compile runs with no other job working (rule 5)."""
-SMALL_HOST_ALIVE = 4
-"""Processes alive at once on a small host: eager and the three default processes of one
-compiled variant prepare together (on 2 cores two compiler imports at a time)."""
-
-
 def auto_concurrency(cpus: int | None = None) -> tuple[int, int]:
     """(processes alive at once, compiles at once) for a host with ``cpus`` cores.  On a small
-    host (2-7 cores) processes prepare side by side but each compile runs alone
-    (``COMPILE_ALONE``): a process preparing beside a compile would take the cores it needs (its
-    first-call time must match a compile run alone), while two preparing processes only share
-    the wait (issue "time to answer": the compiler imports were a third of a CPU run, one after
-    the other).  One core: one process at a time.  From 8 cores on, one job per 4 cores (at most
-    4) and half as many compiles (each compile starts its own pool of compile workers)."""
+    host everything runs one at a time: a second process preparing would take the cores that
+    the compile beside it needs (its first-call time must match a compile run alone).  From 8
+    cores on, one job per 4 cores (at most 4) and half as many compiles (each compile starts
+    its own pool of compile workers)."""
     cpus = cpus or host_cpus()
-    if cpus < 2:
-        return 1, 1
     if cpus < 8:
-        return SMALL_HOST_ALIVE, COMPILE_ALONE
+        return 1, 1
     alive = min(4, cpus // 4)
     return alive, max(1, alive // 2)
 
@@ -104,12 +88,8 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int
     alive = [j for j in jobs if j.state in ALIVE]
     if any(j.state == "timing" for j in alive):
         return []  # rule 1
-
-    def alone(j: Job) -> bool:  # rules 4 and 5
-        return j.autotunes or compile_slots == COMPILE_ALONE
-
-    if any(j.state == "compiling" and alone(j) for j in alive):
-        return []  # rules 4 and 5: nothing beside a compile that must be alone
+    if any(j.state == "compiling" and j.autotunes for j in alive):
+        return []  # rule 4: nothing beside a max-autotune compile
     actions: list[tuple[str, Job]] = []
     busy = sum(j.state in BUSY for j in alive)
     compiling = sum(j.state == "compiling" for j in alive)
@@ -121,7 +101,7 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int
             continue
         if j.index > 0 and j.variant not in cold_compiled:
             continue
-        if alone(j):
+        if j.autotunes:
             if busy == 0 and not actions:
                 return [("compile", j)]
             continue
