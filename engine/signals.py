@@ -117,6 +117,41 @@ def dynamo_counters() -> dict[str, Any]:
     }
 
 
+def counter_break_reasons() -> dict[str, int]:
+    """Dynamo's own record of graph breaks, ``{reason: count}``, read before ``explain`` resets
+    it. It sees breaks that ``explain`` of the model cannot: a compiled optimizer step's
+    (``torch.optim`` calls ``torch._dynamo.graph_break()`` on purpose). The reason is its first
+    line and, when present, the "Explanation:" line."""
+    utils = _dynamo_utils()
+    if utils is None:
+        return {}
+    out: dict[str, int] = {}
+    for key, n in utils.counters.get("graph_break", {}).items():
+        lines = [ln.strip() for ln in str(key).splitlines() if ln.strip()]
+        if not lines:
+            continue
+        why = next((ln for ln in lines[1:] if ln.startswith("Explanation:")), "")
+        reason = f"{lines[0]} ({why})" if why else lines[0]
+        reason = re.sub(r" at 0x[0-9a-f]+", "", reason)[:1000]
+        out[reason] = out.get(reason, 0) + int(n)
+    return out
+
+
+def unexplained_breaks(counted: dict[str, int], explained: list[dict[str, Any]],
+                       where: str) -> list[dict[str, Any]]:
+    """Breaks dynamo counted whose reason none of ``explained`` starts with, as graph-break
+    rows without a user file:line; ``where`` says what was compiled that explain did not trace
+    (so a reader is not sent looking for it in the model)."""
+    seen = [str(b.get("reason", "")) for b in explained]
+    rows = []
+    for reason, n in counted.items():
+        first = reason.split(" (Explanation:")[0]
+        if any(r.startswith(first) or first.startswith(r) for r in seen):
+            continue
+        rows.append({"reason": f"{reason} [{where}]", "file": None, "line": None, "count": n})
+    return rows
+
+
 def compile_count() -> int:
     """How many frames dynamo has compiled so far (a recompile adds one)."""
     utils = _dynamo_utils()

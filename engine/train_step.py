@@ -230,6 +230,7 @@ class Training:
         self.autocast = None if run.get("autocast", "none") == "none" else run["autocast"]
         mode, compile_opt = split_variant(variant)
         self.is_eager = variant == "eager"
+        self.compiles_optimizer = compile_opt
         base = {"backend": run.get("backend", "inductor")}
         model_kw = None
         if mode != "eager":  # mode, dynamic, fullgraph, inductor options (engine/grid.py)

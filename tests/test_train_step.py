@@ -163,6 +163,12 @@ def test_training_run_end_to_end_shows_in_show_and_the_html_report(db_url):
     assert (v.loc[["default", "default+opt"], "reference_dtype"] == "float64").all()
     assert v.loc["default+opt", "accuracy_ok"] == True  # noqa: E712 (numpy bool)
     assert v.loc["default", "speedup"] > 0
+    # torch.optim's own graph_break() in the compiled optimizer step is counted and named
+    gb = d["graph_breaks"]
+    opt_breaks = gb[gb["variant"] == "default+opt"]
+    assert v.loc["default+opt", "graph_break_count"] >= 1
+    assert opt_breaks["reason"].str.contains("compiled optimizer step", regex=False).any()
+    assert not gb[gb["variant"] == "default"]["reason"].str.contains("optimizer").any()
     shown = run_cli("show", str(run_id), db_url=db_url).stdout
     assert "step: train" in shown and "err vs fp64" in shown
     page = report.build_report(d["runs"], d["variants"], [], [verdict_for_run(d["variants"],
