@@ -13,12 +13,17 @@ A process that serves ``N`` calls pays, per config ``i``::
 (``first_call_cold_s``: compile + one call) or, with ``warm_cache``, its warm-cache first call
 (``first_call_warm_s``); for eager its first call after CUDA start-up (the stats block's
 ``eager_first_call_ms``, which break-even uses too; both sides pay CUDA start-up, so it is left
-out of both).  ``per_call_i`` is eager's per-call median (``median_ms`` of the eager process)
-divided by the variant's paired speedup (``speedup``: eager and the variant timed in alternating
-rounds of the same processes), the statistic the one verdict (engine/verdict.py) rests on.  Why
-not the variant's own median: a compiled variant's process can run everything slower than the
-eager process does (its paired eager is slower too), and comparing medians across processes
-would then charge that to compiling.  A variant without a speedup keeps its own median.
+out of both).  ``per_call_i`` is the paired eager per-call time divided by the variant's paired
+speedup (``speedup``: eager and the variant timed in alternating rounds of the same processes),
+the statistic the one verdict (engine/verdict.py) rests on; eager's own ``per_call`` is that
+paired eager time.  The paired eager time is ``eager_median_ms`` of the compiled variants
+(geometric mean over them when there are several; the eager process's own median only when no
+compiled variant has one).  Why not each variant's own median, or the eager process's: processes
+on one host run the same code at different speeds (a launch-bound eager on the H200 read 40.9 ms
+in its own process and 34.7 ms beside reduce-overhead), and comparing medians across processes
+charges that to compiling or to eager.  With one compiled variant this gives exactly the
+verdict's break-even (``engine.stats`` computes it from the same two figures).  A variant
+without a speedup keeps its own median.
 
 Candidates are eager and the compiled variants that finished and pass the one accuracy judgement
 (``engine.verdict.accuracy_failure``), and, with a memory budget, whose peak memory fits it
@@ -204,6 +209,15 @@ def _eager_first_s(rows: list[Row], eager: Row) -> tuple[float, str | None]:
                                   "stands in for it")
 
 
+def paired_eager_ms(rows: Iterable[Row]) -> float | None:
+    """Eager's per-call time as the speedups measured it: the geometric mean of the compiled
+    variants' paired ``eager_median_ms`` (None when no finished compiled variant has one)."""
+    vals = [fmt.num(r.get("eager_median_ms")) for r in rows
+            if r.get("variant") != "eager" and r.get("status", "ok") == "ok"]
+    vals = [v for v in vals if v is not None and v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
 def candidates(rows: Iterable[Row], *, warm_cache: bool = False,
                memory_mib: float | None = None
                ) -> tuple[list[Candidate], list[tuple[str, str]], list[str]]:
@@ -216,7 +230,9 @@ def candidates(rows: Iterable[Row], *, warm_cache: bool = False,
     eager = next((r for r in rows if r.get("variant") == "eager"
                   and r.get("status", "ok") == "ok"), None)
     unknown_mem: list[str] = []
-    eager_ms = fmt.num(eager.get("median_ms")) if eager else None
+    eager_ms = paired_eager_ms(rows)
+    if eager_ms is None and eager:
+        eager_ms = fmt.num(eager.get("median_ms"))
     for r in rows:
         name = str(r.get("variant"))
         if r.get("status", "ok") != "ok":
@@ -241,8 +257,10 @@ def candidates(rows: Iterable[Row], *, warm_cache: bool = False,
                 continue
         s = fmt.num(r.get("speedup"))
         s_lo, s_hi = fmt.num(r.get("speedup_ci_low")), fmt.num(r.get("speedup_ci_high"))
-        if name != "eager" and eager_ms is not None and s and s > 0:
-            per_ms = eager_ms / s  # the paired ratio on the eager process's time (module doc)
+        if name == "eager" and eager_ms is not None:
+            per_ms = eager_ms  # the paired eager time, the speedups' reference (module doc)
+        elif eager_ms is not None and s and s > 0:
+            per_ms = eager_ms / s  # the paired ratio on the paired eager time (module doc)
         per = per_ms / 1000.0
         lo = hi = per
         if name == "eager":

@@ -463,9 +463,12 @@ def add_stats(result: dict[str, Any], eager_first_call_ms: float | None = None, 
     eager_first = (float(eager_first_call_ms) if eager_first_call_ms is not None
                    else stats["eager_median_ms"])
     stats["eager_first_call_ms"] = eager_first
+    # The compiled per-call time as the paired speedup puts it (paired eager / speedup), the
+    # figure `engine recommend` uses too, so both name the same break-even (engine/recommend.py)
+    compiled_per_call = stats["eager_median_ms"] / est.speedup
     for key, first_s in (("break_even_calls", result.get("first_call_cold_s")),
                          ("break_even_calls_warm", result.get("first_call_warm_s"))):
         if first_s is not None:
             stats[key] = break_even_calls(eager_first, float(first_s) * 1000.0,
-                                          stats["eager_median_ms"], stats["median_ms"])
+                                          stats["eager_median_ms"], compiled_per_call)
     return result

@@ -161,15 +161,41 @@ def test_recommend_command_on_imported_h200_runs(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no run 999" in missing.stderr
 
 
-def test_per_call_time_is_eagers_time_over_the_paired_speedup() -> None:
-    """A variant whose process ran everything slower (its paired eager too) is judged on the
-    paired ratio, as the verdict judges it, not on its own median against eager's process."""
+def test_per_call_time_is_the_paired_eager_time_over_the_paired_speedup() -> None:
+    """A variant whose processes ran everything slower than eager's own process (its paired
+    eager too) is judged on the paired figures, as the verdict judges it: eager is the paired
+    eager time, not the eager process's median."""
     rows = [row("eager", per_ms=1.0),
             row("slow-process", first=0.0, per_ms=5.0, speedup=2.0, lo=1.5, hi=2.5,
                 eager_first_call_ms=1.0, eager_median_ms=10.0)]
     rec = recommend(rows, 100)
     c = next(c for c in rec.candidates if c.name == "slow-process")
-    assert c.per_call_s == pytest.approx(0.0005)
-    assert (c.per_call_low_s, c.per_call_high_s) == (pytest.approx(0.0004),
-                                                     pytest.approx(1 / 1.5 / 1000))
+    e = next(c for c in rec.candidates if c.name == "eager")
+    assert e.per_call_s == pytest.approx(0.010)
+    assert c.per_call_s == pytest.approx(0.005)
+    assert (c.per_call_low_s, c.per_call_high_s) == (pytest.approx(0.004),
+                                                     pytest.approx(10 / 1.5 / 1000))
     assert rec.choice == "slow-process"
+
+
+def test_eager_reference_is_the_geometric_mean_of_the_paired_eager_times() -> None:
+    rows = [row("eager", per_ms=1.0),
+            row("a", first=1.0, per_ms=2.0, speedup=2.0, eager_median_ms=4.0),
+            row("b", first=1.0, per_ms=4.0, speedup=4.0, eager_median_ms=16.0)]
+    per = {c.name: c.per_call_s for c in recommend(rows, 10).candidates}
+    assert per == {"eager": pytest.approx(0.008), "a": pytest.approx(0.004),
+                   "b": pytest.approx(0.002)}
+
+
+@pytest.mark.parametrize("first_s,speedup", [(26.6, 4.06), (31.8, 1.38), (3.0, 1.02)])
+def test_one_variant_changes_where_the_stats_break_even_says(first_s, speedup) -> None:
+    """The verdict's break-even (engine.stats) and recommend's change point are one figure."""
+    from engine.stats import break_even_calls
+
+    eager_first_ms, eager_ms = 34.7, 34.69
+    rows = [row("eager", per_ms=40.9),
+            row("ro", first=first_s, per_ms=eager_ms / speedup * 1.01, speedup=speedup,
+                eager_median_ms=eager_ms, eager_first_call_ms=eager_first_ms)]
+    be = break_even_calls(eager_first_ms, first_s * 1000, eager_ms, eager_ms / speedup)
+    below, _ = recommend(rows, 10**7).change_points()
+    assert below == (be, "eager")
