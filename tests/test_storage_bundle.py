@@ -137,7 +137,7 @@ def test_the_shipped_h200_bundle_imports(target):
     assert json.loads(text)["version"] == 2
     new_ids = import_bundle(target, text)
     frames = load_runs(target, new_ids)
-    assert len(frames["runs"]) == len(new_ids) == 30
+    assert len(frames["runs"]) == len(new_ids) == 36
     # the bundle always keeps the seed MLP and the pointwise chain (issue "Speedups that hold
     # up"); later issues add runs to it rather than replace them
     assert list(frames["runs"].sort_values("run_id")["model"])[:4] == [
@@ -145,6 +145,14 @@ def test_the_shipped_h200_bundle_imports(target):
     assert {"bert_base", "gpt_decoder", "hf:gpt2", "timm:vit_base_patch16_224",
             "llama_decode"} <= set(frames["runs"]["model"])
     assert set(frames["runs"]["gpu"]) == {"NVIDIA H200"}
+    # runs 31-36: training steps (issue 15), judged against float64, every variant passing
+    runs = frames["runs"].sort_values("run_id")
+    train_ids = list(runs["run_id"])[30:]
+    assert list(runs["model"])[30:] == ["bert_base"] * 3 + ["gpt_decoder"] * 3
+    v = frames["variants"]
+    trained = v[v["run_id"].isin(train_ids) & (v["variant"] != "eager")]
+    assert sorted(set(trained["variant"])) == ["default", "default+opt", "reduce-overhead"]
+    assert (trained["reference_dtype"] == "float64").all() and trained["accuracy_ok"].all()
     sweep = frames["sweep_points"]
     # the compiled sweep carries the paired eager median at every value
     assert sweep.loc[sweep["variant"] == "default", "eager_median_ms"].notna().all()
