@@ -87,7 +87,16 @@ VARIANT_HEADLINE: dict[str, tuple[str, str, str | None]] = {
                          "CPU or without it"),
     "graph_breaks": ("Graph breaks", "{:.0f}", None),
     "recompiles": ("Recompiles", "{:.0f}", None),
-    "correct": ("Correct", "{}", "Compiled output matches eager within the dtype's tolerance"),
+    "accuracy_ok": ("Accurate (fp64)", "{}", "Error against a float64 run of the model within "
+                    "the multiple of eager's own error (training: losses, gradients, "
+                    "parameter updates); the older within-tolerance check is in the CSV as "
+                    "'correct'"),
+    "compiled_error_vs_reference": ("Error vs fp64", "{:.2e}", "RMSE against the float64 "
+                                    "reference, the tensor (or group) that decided"),
+    "eager_error_vs_reference": ("Eager error vs fp64", "{:.2e}", "Eager's own RMSE against "
+                                 "the float64 reference, same tensor"),
+    "accuracy_multiplier": ("Allowed ×", "{:g}", "Compiled may be this many times eager's "
+                            "error (plus a floor relative to the reference's size)"),
 }
 
 

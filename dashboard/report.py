@@ -219,6 +219,9 @@ def build_report(
     parts.append(_rows_table(tables.graph_breaks_table(graph_breaks), [
         ("run_id", "run"), ("variant", "variant"), ("reason", "reason"),
         ("location", "where"), ("count", "count")]))
+    uncaused = tables.breaks_without_reason(variants, graph_breaks)
+    if uncaused:
+        parts.append(f"<p class='muted'>{_e(uncaused)}</p>")
     parts.append("<h3>Recompiles</h3>")
     parts.append(_rows_table(tables.recompiles_table(recompiles), [
         ("run_id", "run"), ("variant", "variant"), ("reason", "guard that failed"),

@@ -80,16 +80,18 @@ def csv(df: pd.DataFrame) -> str:
 
 def plotly_names(frames: dict[str, pd.DataFrame], column: str = "variant"
                  ) -> dict[str, pd.DataFrame]:
-    """``frames`` with ``column`` escaped for Plotly (legend, axis labels) and Markdown
-    (verdicts), where any value needs it. Variant names are identifiers when the engine or a
-    bundle wrote them, but anyone who can write the database can write any name; the frames
-    are copied only when a name changes (the usual case costs one ``unique`` per frame)."""
+    """``frames`` with ``column`` escaped for Plotly (legend, axis labels), where any value
+    needs it. Variant names are identifiers when the engine or a bundle wrote them, but anyone
+    who can write the database can write any name; the frames are copied only when a name
+    changes (the usual case costs one ``unique`` per frame). Markdown is escaped where it is
+    written (``md``, the verdict's own ``md_escape``), not here: escaped twice, a training
+    variant read "default\\+opt" in the verdict, the tables and the recommendation."""
     out = dict(frames)
     for key, df in frames.items():
         if not isinstance(df, pd.DataFrame) or column not in df.columns or df.empty:
             continue
         names = [v for v in pd.unique(df[column]) if isinstance(v, str)]
-        changed = {v: md(plotly_text(v)) for v in names if md(plotly_text(v)) != v}
+        changed = {v: plotly_text(v) for v in names if plotly_text(v) != v}
         if changed:
             out[key] = df.assign(**{column: df[column].replace(changed)})
     return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from engine import fmt
@@ -48,6 +50,30 @@ def graph_breaks_table(graph_breaks: pd.DataFrame) -> pd.DataFrame:
     out = (df.groupby(["run_id", "variant", "reason", "location"], as_index=False, sort=False)
            ["count"].sum())
     return out.sort_values(["run_id", "variant", "count"], ascending=[True, True, False])[cols]
+
+
+def breaks_without_reason(variants: pd.DataFrame, graph_breaks: pd.DataFrame | None) -> str:
+    """A sentence for variants whose break count is above the breaks stored with a reason (a
+    run stored before the engine named breaks outside the model's trace, such as a compiled
+    optimizer step's): never "no graph breaks" when some were counted. "" when none."""
+    if variants is None or variants.empty or "graph_break_count" not in variants.columns:
+        return ""
+    named: dict[tuple[Any, Any], float] = {}
+    if graph_breaks is not None and not graph_breaks.empty:
+        counts = pd.to_numeric(graph_breaks.get("count"), errors="coerce").fillna(1)
+        for (rid, var), n in counts.groupby([graph_breaks["run_id"],
+                                             graph_breaks["variant"]]).sum().items():
+            named[(rid, var)] = float(n)
+    out = []
+    for _, r in variants.iterrows():
+        counted = pd.to_numeric(pd.Series([r.get("graph_break_count")]), errors="coerce")[0]
+        if counted == counted and counted > named.get((r["run_id"], r["variant"]), 0):
+            out.append(f"#{r['run_id']} {r['variant']}: {counted:.0f}")
+    if not out:
+        return ""
+    return ("Graph breaks counted by dynamo without a recorded reason (stored before the "
+            "engine named breaks outside the model's trace, e.g. in a compiled optimizer "
+            "step): " + "; ".join(out) + ".")
 
 
 def recompiles_table(recompiles: pd.DataFrame) -> pd.DataFrame:

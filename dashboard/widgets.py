@@ -181,6 +181,19 @@ def _is_train(spec: object) -> bool:
     return isinstance(spec, dict) and spec.get("step") == "train"
 
 
+def _step_label(spec: object) -> str:
+    """" · training step (adamw, bfloat16 autocast)": the dtype beside it is the weights', and
+    autocast says what the matmuls ran in."""
+    if not _is_train(spec):
+        return ""
+    assert isinstance(spec, dict)
+    what = [str(spec["optimizer"])] if isinstance(spec.get("optimizer"), str) else []
+    autocast = spec.get("autocast")
+    if isinstance(autocast, str) and autocast not in ("", "none"):
+        what.append(f"{autocast} autocast")
+    return " · training step" + (f" ({', '.join(what)})" if what else "")
+
+
 def run_title(r: pd.Series) -> str:
     """Markdown title of a run: the status icon, then its user text escaped (``safe.md``)."""
     icon = STATUS_ICON.get(r.get("status"), "")
@@ -189,7 +202,7 @@ def run_title(r: pd.Series) -> str:
     show_gpu = isinstance(gpu, str) and gpu and gpu.lower() not in ("cpu", str(r.get("device")))
     text = (f"Run #{r['run_id']} · {r.get('model')} ({dims}) · {r.get('dtype')} · "
             f"{r.get('device')}" + (f" · {gpu}" if show_gpu else "")  # not "cpu · cpu"
-            + (" · training step" if _is_train(r.get("spec")) else ""))
+            + _step_label(r.get("spec")))
     return f"{icon} {safe.md(text, 300)}"
 
 

@@ -173,7 +173,8 @@ FIGURES: tuple[Figure, ...] = (
     _r("reference_dtype", "str", "reference", "dtype of the accuracy reference run (float64; "
        "null when it could not run)", column=False),
     _r("eager_error", "float", "eager err vs fp64", "RMSE of eager against the float64 "
-       "reference (worst tensor; training: loss and parameters after N steps)", column=False),
+       "reference (the tensor that decided; training: the loss, gradient or parameter-update "
+       "group that decided)", column=False),
     _r("compiled_error", "float", "compiled err vs fp64", "RMSE of this variant against the "
        "float64 reference, same tensor", column=False),
     _r("accuracy_multiplier", "float", None, "allowed multiple of eager's error", column=False),

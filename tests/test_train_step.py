@@ -183,3 +183,36 @@ def test_training_step_with_a_real_inductor_compile():
                     timeout=600)
     assert r["accuracy_ok"] is True and r["reference_dtype"] == "float64"
     assert r["first_call_cold_s"] > 1.0  # inductor compiled forward, backward and optimizer
+
+
+def test_run_title_says_training_step_with_optimizer_and_autocast():
+    import pandas as pd
+
+    from dashboard.widgets import run_title
+
+    r = pd.Series({"run_id": 32, "status": "done", "model": "bert_base",
+                   "dims_label": "batch=8", "dtype": "float32", "device": "cuda",
+                   "gpu": "NVIDIA H200",
+                   "spec": {"step": "train", "optimizer": "adamw", "autocast": "bfloat16"}})
+    # markdown-escaped, as every user text on a page (dashboard/safe.py)
+    assert run_title(r).endswith("· float32 · cuda · NVIDIA H200 · training step \\(adamw, "
+                                 "bfloat16 autocast\\)")
+    r["spec"] = {"step": "train", "optimizer": "sgd", "autocast": "none"}
+    assert run_title(r).endswith("· training step \\(sgd\\)")
+    r["spec"] = {"step": "inference"}
+    assert run_title(r).endswith("· NVIDIA H200")
+
+
+def test_a_break_counted_without_a_reason_is_never_shown_as_no_breaks():
+    import pandas as pd
+
+    from dashboard import tables
+
+    variants = pd.DataFrame({"run_id": [33, 33], "variant": ["eager", "default+opt"],
+                             "graph_break_count": [0, 1]})
+    text = tables.breaks_without_reason(variants, pd.DataFrame(
+        columns=["run_id", "variant", "reason", "file", "line", "count"]))
+    assert "#33 default+opt: 1" in text and "without a recorded reason" in text
+    named = pd.DataFrame({"run_id": [33], "variant": ["default+opt"], "reason": ["x"],
+                          "file": [None], "line": [None], "count": [1]})
+    assert tables.breaks_without_reason(variants, named) == ""

@@ -159,11 +159,14 @@ if unknown:
     st.caption(safe.md(f"Run(s) {', '.join(f'#{i}' for i in unknown)}: no compiled variant "
                        "finished (cancelled or failed first), so graph breaks and recompiles "
                        "are unknown there."))
-if gb.empty and len(unknown) < len(runs):
+uncaused = tables.breaks_without_reason(variants, d["graph_breaks"])
+if gb.empty and not uncaused and len(unknown) < len(runs):
     st.caption("No graph breaks: each compiled variant that finished traced the model into "
                "one graph.")
 elif not gb.empty:
     st.dataframe(safe.frame(gb), hide_index=True, key="graph-breaks")
+if uncaused:
+    st.caption(safe.md(uncaused))
 rc = tables.recompiles_table(d["recompiles"])
 if rc.empty:
     if len(unknown) < len(runs):
