@@ -157,8 +157,10 @@ def format_run(db: Any, run_id: int) -> str:
                 lines.append(f"  {r['variant']} {r['status']}: {r.get('error')}")
         for r in rows:
             for b in r.get("graph_breaks") or []:
-                lines.append(f"  graph break [{r['variant']}] {b['file']}:{b['line']} "
-                             f"x{b['count']}: {b['reason']}")
+                where = (f"{b['file']}:{b['line']}" if b.get("file")
+                         else "(no user file:line)")
+                lines.append(f"  graph break [{r['variant']}] {where} x{b['count']}: "
+                             f"{b['reason']}")
             for rc in r.get("recompiles") or []:
                 at = f" at {rc['dim_value']:g}" if not _blank(rc.get("dim_value")) else ""
                 lines.append(f"  recompile [{r['variant']}]{at}: {rc['reason']}")
