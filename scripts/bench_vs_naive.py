@@ -53,7 +53,7 @@ def naive(args: argparse.Namespace) -> tuple[float, dict[tuple[str, str], float]
 
 def engine(args: argparse.Namespace, db: str) -> tuple[float, dict[tuple[str, str], float]]:
     cmd = [sys.executable, "-m", "engine", "run", *MODELS[args.model][0], "--device",
-           args.device, "--variants", args.modes, "--db", db, "--json"]
+           args.device, "--variants", args.modes, "--db", db, "--json", *args.engine_arg]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -82,6 +82,10 @@ def main() -> int:
     p.add_argument("--modes", default="eager,default,reduce-overhead,max-autotune")
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--db", help="keep the engine's runs in this database (default: a temporary one)")
+    p.add_argument("--engine-arg", action="append", default=[], metavar="ARG",
+                   help="one more argument for `engine run` (repeatable; e.g. "
+                        "--engine-arg=--concurrency=8 to try a scheduling lever); the summary "
+                        "line says the run was not at the shipped defaults")
     args = p.parse_args()
     walls: dict[str, list[float]] = {"naive": [], "engine": []}
     firsts: dict[str, dict[tuple[str, str], list[float]]] = {"naive": {}, "engine": {}}
@@ -98,7 +102,9 @@ def main() -> int:
                 print(f"{who:6s} run {i + 1}: {wall:7.1f} s", flush=True)
     n, e = statistics.median(walls["naive"]), statistics.median(walls["engine"])
     print(f"\nNAIVE_WALL_S={n:.1f} ENGINE_WALL_S={e:.1f} RATIO={e / n:.2f} "
-          f"({args.model}, {args.modes}, {args.device}, median of {args.repeats})")
+          f"({args.model}, {args.modes}, {args.device}, median of {args.repeats}"
+          + (f"; NOT the shipped defaults: engine run {' '.join(args.engine_arg)}"
+             if args.engine_arg else "") + ")")
     print("\ncompile-time fidelity (first call, s; engine vs median of the harness's):")
     for key in sorted(firsts["naive"]):
         if key[0] == "eager":
