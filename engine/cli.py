@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--concurrency", type=int, default=DEFAULTS["concurrency"],
                    help="measuring processes alive at once: they prepare and compile side by "
                         "side, each times alone (0 = from the host's cores: 1 below 8)")
+    r.add_argument("--compile-slots", type=int, default=DEFAULTS["compile_slots"],
+                   help="compiles at once among those processes (0 = with --concurrency 0, "
+                        "half of them; else --concurrency); max-autotune always compiles alone")
     r.add_argument("--no-warm-cache", action="store_true", help="do not insist on a warm-cache process: with --processes 1 the "
                         "variant runs in one (cold) process only")
     r.add_argument("--startup-strategies", action="store_true", help="also measure start-up "
@@ -316,7 +319,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "timeout_s": args.timeout, "seed": args.seed, "warm_cache": not args.no_warm_cache,
         "processes": args.processes, "max_processes": args.max_processes,
         "target_halfwidth": args.target_halfwidth, "process_budget_s": args.process_budget,
-        "concurrency": args.concurrency, "startup": args.startup_strategies,
+        "concurrency": args.concurrency, "compile_slots": args.compile_slots, "startup": args.startup_strategies,
         "keep_trace": args.keep_trace,
         "step": args.step, "optimizer": args.optimizer, "optimizer_impl": args.optimizer_impl,
         "lr": args.lr, "autocast": args.autocast, "accuracy_steps": args.accuracy_steps,

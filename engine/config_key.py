@@ -24,6 +24,7 @@ MEASUREMENT_OPTIONS = frozenset({
     "variants", "warmup_calls", "min_samples", "min_time_s", "max_time_s", "pipeline_k",
     "timeout_s", "profile", "warm_cache", "cross_check", "processes", "max_processes",
     "target_halfwidth", "process_budget_s", "grid_limit", "mix_requests", "concurrency",
+    "compile_slots",
     "startup", "require_gpu", "require_torch", "accuracy_steps", "accuracy_multiplier",
     "accuracy_floor", "keep_trace",
 })

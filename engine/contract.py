@@ -62,6 +62,9 @@ class RunSpec:
     # Measuring processes alive at once (engine/schedule.py: they prepare and compile side by
     # side, each times alone); 0 = chosen from the host's cores (1 below 8 cores).
     concurrency: int = 0
+    # Compiles at once among them (a max-autotune compile always runs alone); 0 = with
+    # concurrency 0, half the processes alive; with concurrency N, N.
+    compile_slots: int = 0
     # Start-up strategies side by side (engine/startup.py): two more processes per compiled
     # variant, portable cache artifacts and regional compilation, beside cold and warm.
     startup: bool = False

@@ -116,7 +116,8 @@ def run_variants(
     compiled = [v for v in variants if v != "eager"]
     k_min = max(int(spec.get("processes", 1)), 2 if spec.get("warm_cache", True) else 1)
     k_max = max(int(spec.get("max_processes", k_min)), k_min)
-    concurrency, compile_slots = resolve(int(spec.get("concurrency") or 0))
+    concurrency, compile_slots = resolve(int(spec.get("concurrency") or 0),
+                                         spec_compile_slots=int(spec.get("compile_slots") or 0))
     gated = gates.supported()
     if not gated:
         concurrency = compile_slots = 1

@@ -73,12 +73,18 @@ def auto_concurrency(cpus: int | None = None) -> tuple[int, int]:
     return alive, max(1, alive // 2)
 
 
-def resolve(spec_concurrency: int, cpus: int | None = None) -> tuple[int, int]:
-    """The spec's ``concurrency`` as (alive, compile slots): 0 = chosen from the host's cores
-    (``auto_concurrency``), N = N processes alive and N compiles at once."""
+def resolve(spec_concurrency: int, cpus: int | None = None, spec_compile_slots: int = 0
+            ) -> tuple[int, int]:
+    """The spec's ``concurrency`` and ``compile_slots`` as (alive, compile slots): concurrency
+    0 = chosen from the host's cores (``auto_concurrency``), N = N processes alive and, unless
+    ``compile_slots`` says otherwise, N compiles at once; compile slots never exceed alive."""
     if spec_concurrency and int(spec_concurrency) > 0:
-        return int(spec_concurrency), int(spec_concurrency)
-    return auto_concurrency(cpus)
+        alive, slots = int(spec_concurrency), int(spec_concurrency)
+    else:
+        alive, slots = auto_concurrency(cpus)
+    if spec_compile_slots and int(spec_compile_slots) > 0:
+        slots = min(int(spec_compile_slots), alive)
+    return alive, slots
 
 
 def decide(jobs: list[Job], *, concurrency: int, compile_slots: int

@@ -224,6 +224,7 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     _num(spec, "target_halfwidth", 0, 10)
     _num(spec, "process_budget_s", 0, 24 * 3600)
     _num(spec, "concurrency", 0, 64, integer=True)
+    _num(spec, "compile_slots", 0, 64, integer=True)
     _num(spec, "grid_limit", 1, grid.MAX_GRID_LIMIT, integer=True)
     _num(spec, "mix_requests", 10, shape_mix.MAX_REQUESTS, integer=True)
     try:

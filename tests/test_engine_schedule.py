@@ -112,6 +112,10 @@ def test_concurrency_from_the_host() -> None:
     assert auto_concurrency(128) == (4, 2)
     assert resolve(3, cpus=2) == (3, 3)
     assert resolve(0, cpus=16) == (4, 2)
+    assert resolve(8, cpus=16, spec_compile_slots=2) == (8, 2)
+    assert resolve(0, cpus=16, spec_compile_slots=3) == (4, 3)
+    assert resolve(2, cpus=16, spec_compile_slots=5) == (2, 2)  # never more than alive
+    assert resolve(0, cpus=2, spec_compile_slots=2) == (1, 1)
 
 
 # ------------------------------------------------------------------ real processes
