@@ -53,6 +53,10 @@ def _extra(path, value):
 
 CASES = [
     ("warmup-negative", _spec(warmup_calls=-1), "runs[1].spec.warmup_calls", "out of range"),
+    ("compile-slots-huge", _spec(compile_slots=10**6), "runs[1].spec.compile_slots",
+     "out of range"),
+    ("compile-slots-text", _spec(compile_slots="all"), "runs[1].spec.compile_slots",
+     "whole number"),
     ("dtype-unknown", _spec(dtype="float64"), "runs[1].spec.dtype", "not supported"),
     ("model-shell", _spec(model="mlp; rm -rf ~"), "runs[1].spec.model", "not a model name"),
     ("ref-shell", _spec(model="$(reboot).py:f"), "runs[1].spec.model", "reference"),
