@@ -142,7 +142,8 @@ def unexplained_breaks(counted: dict[str, int], explained: list[dict[str, Any]],
     """Breaks dynamo counted whose reason none of ``explained`` starts with, as graph-break
     rows without a user file:line; ``where`` says what was compiled that explain did not trace
     (so a reader is not sent looking for it in the model)."""
-    seen = [str(b.get("reason", "")) for b in explained]
+    seen = [str(b.get("reason") or "") for b in explained]
+    seen = [r for r in seen if r]  # an empty reason would match every counted one
     rows = []
     for reason, n in counted.items():
         first = reason.split(" (Explanation:")[0]

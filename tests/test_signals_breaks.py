@@ -28,3 +28,8 @@ def test_counter_reasons_keep_the_first_line_and_the_explanation(monkeypatch):
         "Call to `torch._dynamo.graph_break()` (Explanation: User-inserted graph break. "
         "Message: None)": 2,
         "print: builtin": 1}
+
+
+def test_an_explained_break_without_reason_hides_nothing():
+    rows = signals.unexplained_breaks({"Tensor.item": 1}, [{"reason": ""}], "x")
+    assert [r["reason"] for r in rows] == ["Tensor.item [x]"]
