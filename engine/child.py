@@ -483,7 +483,6 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                                    roofline.figures(model, inputs, res.get("wall_ms_per_call"),
                                                     device))
             counts = signals.dynamo_counters()
-            counted_breaks = signals.counter_break_reasons()  # before explain resets them
             res["recompiles"] = capture.recompiles
             res["cudagraph_skips"] = capture.cudagraph_skips
             if not is_eager:
@@ -499,7 +498,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 if res["graph_break_count"] > explained["graph_break_count"]:
                     # counted but not in the model's trace: say where, with dynamo's reason
                     res["graph_breaks"] += signals.unexplained_breaks(
-                        counted_breaks, explained["graph_breaks"],
+                        counts.get("graph_break_reasons", {}), explained["graph_breaks"],
                         "compiled optimizer step" if train and train.compiles_optimizer
                         else "not in explain's trace of the model")
                 if lost is not None:

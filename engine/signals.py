@@ -103,8 +103,9 @@ def _dynamo_utils() -> Any | None:
 
 
 def dynamo_counters() -> dict[str, Any]:
-    """graph count and break count from dynamo's counters. ``graph_break`` alone undercounts when
-    a break happens inside a resumed frame, so unique_graphs is reported beside it."""
+    """graph count, break count and break reasons (``counter_break_reasons``) from dynamo's
+    counters. ``graph_break`` alone undercounts when a break happens inside a resumed frame, so
+    unique_graphs is reported beside it."""
     utils = _dynamo_utils()
     if utils is None:
         return {}
@@ -113,8 +114,14 @@ def dynamo_counters() -> dict[str, Any]:
     return {
         "graph_count": int(stats.get("unique_graphs", 0)),
         "graph_break_total": int(sum(counters.get("graph_break", {}).values())),
+        "graph_break_reasons": counter_break_reasons(),
         "cudagraph_skip_count": int(counters.get("inductor", {}).get("cudagraph_skips", 0)),
     }
+
+
+def _without_addresses(reason: str) -> str:
+    """Reasons can embed object addresses that differ per occurrence; they say nothing."""
+    return re.sub(r" at 0x[0-9a-f]+", "", reason)
 
 
 def counter_break_reasons() -> dict[str, int]:
@@ -132,7 +139,7 @@ def counter_break_reasons() -> dict[str, int]:
             continue
         why = next((ln for ln in lines[1:] if ln.startswith("Explanation:")), "")
         reason = f"{lines[0]} ({why})" if why else lines[0]
-        reason = re.sub(r" at 0x[0-9a-f]+", "", reason)[:1000]
+        reason = _without_addresses(reason)[:1000]
         out[reason] = out.get(reason, 0) + int(n)
     return out
 
@@ -219,8 +226,7 @@ def explain_breaks(model: torch.nn.Module, inputs: tuple[Any, ...]) -> dict[str,
     merged: dict[tuple[str, str | None, int | None], int] = {}
     for br in getattr(out, "break_reasons", []) or []:
         reason = str(getattr(br, "reason", br)).strip().splitlines()[0][:1000]
-        # Reasons can embed object addresses that differ per occurrence; they say nothing.
-        reason = re.sub(r" at 0x[0-9a-f]+", "", reason)
+        reason = _without_addresses(reason)
         file, line = _user_frame(getattr(br, "user_stack", None))
         code = linecache.getline(file, line).strip() if file and line else ""
         if code and code not in reason:
