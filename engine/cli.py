@@ -131,10 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds of extra processes beyond --processes")
     r.add_argument("--concurrency", type=int, default=DEFAULTS["concurrency"],
                    help="measuring processes alive at once: they prepare and compile side by "
-                        "side, each times alone (0 = from the host's cores: 1 below 8)")
+                        "side, each times alone (0 = from the host's cores: 1 below 8, else one "
+                        "per core up to 16)")
     r.add_argument("--compile-slots", type=int, default=DEFAULTS["compile_slots"],
-                   help="compiles at once among those processes (0 = with --concurrency 0, "
-                        "half of them; else --concurrency); max-autotune always compiles alone")
+                   help="reported compiles (cold and first warm-cache) at once among those "
+                        "processes (0 = with --concurrency 0, 2 from 8 cores; else "
+                        "--concurrency); max-autotune always compiles alone")
     r.add_argument("--no-warm-cache", action="store_true", help="do not insist on a warm-cache process: with --processes 1 the "
                         "variant runs in one (cold) process only")
     r.add_argument("--startup-strategies", action="store_true", help="also measure start-up "

@@ -60,10 +60,12 @@ class RunSpec:
     target_halfwidth: float = 0.05
     process_budget_s: float = 30.0
     # Measuring processes alive at once (engine/schedule.py: they prepare and compile side by
-    # side, each times alone); 0 = chosen from the host's cores (1 below 8 cores).
+    # side, each times alone); 0 = chosen from the host's cores (1 below 8 cores, else one
+    # per core up to 16).
     concurrency: int = 0
-    # Compiles at once among them (a max-autotune compile always runs alone); 0 = with
-    # concurrency 0, half the processes alive; with concurrency N, N.
+    # Reported compiles (cold, first warm-cache) at once among them (a max-autotune compile
+    # always runs alone; further processes' compiles run together, never beside a reported
+    # one); 0 = with concurrency 0, 2 from 8 cores; with concurrency N, N.
     compile_slots: int = 0
     # Start-up strategies side by side (engine/startup.py): two more processes per compiled
     # variant, portable cache artifacts and regional compilation, beside cold and warm.

@@ -101,16 +101,17 @@ def figures(model: Any, inputs: tuple, median_ms: float | None, device: str) -> 
         return {"error": f"{type(e).__name__}: {str(e)[:300]}"}
 
 
-DEFERRED = "counted in the first compiled process (CPU: counting imports the compiler)"
+DEFERRED = "counted in the first compiled process (counting imports the compiler)"
 
 
 def deferred(run: dict[str, Any], variant: str, device: str) -> bool:
-    """Whether the eager process leaves its roofline to the runner: on the CPU only, when the
-    run has a compiled variant.  ``FlopCounterMode`` imports ``torch._dynamo`` on its first
-    use (torch 2.13: 2-5 s of the eager process on the 2-core CPU host, issue "time to
+    """Whether the eager process leaves its roofline to the runner: when the run has a compiled
+    variant, on any device.  ``FlopCounterMode`` imports ``torch._dynamo`` on its first use
+    (torch 2.13: 2-5 s of the eager process on the 2-core CPU host; on the H200 host 3.5 s of
+    eager's profiling, inside its timing slot, when nothing else may run: issue "time to
     answer"), while the compiled variant's process, where dynamo is loaded anyway, counts the
-    same eager model on the same inputs.  GPU runs count in every process, as before."""
-    return (variant == "eager" and str(device).split(":")[0] == "cpu"
+    same eager model on the same inputs and measures the GPU's ceilings."""
+    return (variant == "eager"
             and any(v != "eager" for v in run.get("variants") or []))
 
 
@@ -121,22 +122,32 @@ def fill_deferred(eager: dict[str, Any], compiled: dict[str, Any], device: str) 
     if mine.get("deferred") is None or "flops_per_call" not in theirs:
         return False
     counts = {k: theirs[k] for k in ("flops_per_call", "bytes_per_call_estimate")}
+    # the ceilings the compiled process measured (the runner never touches the GPU itself)
+    peak = ({k: theirs[k] for k in PEAK_KEYS if k in theirs}
+            if all(k in theirs for k in PEAK_KEYS[:2]) else None)
     try:
-        eager["roofline"] = {**from_counts(counts, eager.get("wall_ms_per_call"), device),
+        eager["roofline"] = {**from_counts(counts, eager.get("wall_ms_per_call"), device,
+                                           peak=peak or {}),
                              "counted_in": compiled.get("variant")}
     except Exception as e:
         eager["roofline"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
     return True
 
 
-def from_counts(counts: dict[str, Any], median_ms: float | None, device: str) -> dict[str, Any]:
-    """The roofline figure from per-call counts (``per_call``) and a per-call median."""
+PEAK_KEYS = ("peak_tflops_bf16", "peak_copy_gbps", "gpu")
+
+
+def from_counts(counts: dict[str, Any], median_ms: float | None, device: str,
+                peak: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The roofline figure from per-call counts (``per_call``) and a per-call median, against
+    ``peak`` (the GPU's ceilings; None: measured here, ``ceilings``; {}: none known)."""
     out: dict[str, Any] = dict(counts)
     if median_ms:
         out["achieved_tflops"] = out["flops_per_call"] / (median_ms / 1e3) / 1e12
         out["achieved_gbps_estimate"] = out["bytes_per_call_estimate"] / (median_ms / 1e3) / 1e9
     # no ceilings off the GPU (checked first: the runner calls this without torch imported)
-    peak = ceilings(device) if str(device).startswith("cuda") else None
+    if peak is None:
+        peak = ceilings(device) if str(device).startswith("cuda") else None
     if peak:
         out.update(peak)
         if median_ms:

@@ -14,11 +14,20 @@ measurements as clean as one-at-a-time and the waits short:
 3. **Preparing overlaps.**  Up to ``concurrency`` jobs are alive at once: they start together
    and prepare side by side.  New jobs start only when no job is waiting to time (the plan is
    worked through in batches), so a batch's timing is not held up by the next batch's start-up.
-4. **Compiles overlap up to ``compile_slots``** (their first-call times are checked against
-   compiles run alone, issue "time to answer"), with two exceptions.  A warm-cache compile
-   waits until its variant's cold compile has filled the cache.  A max-autotune compile times
-   kernels on the GPU, so it runs only when no other job is preparing or compiling, and nothing
-   starts or compiles beside it.
+4. **Reported compiles overlap up to ``compile_slots``** (their first-call times are the cold
+   and warm compile times the product reports, checked against compiles run alone, issue
+   "time to answer"), with two exceptions.  A warm-cache compile waits until its variant's
+   cold compile has filled the cache.  A max-autotune compile times kernels on the GPU, so it
+   runs only when no other job is preparing or compiling, and nothing starts or compiles
+   beside it.
+5. **Unreported compiles overlap freely, but never beside a reported one.**  Processes from
+   index 2 on (``Job.reported`` is false) are further measuring processes: their first call is
+   a warm-cache compile nobody reports, in a process without a compile-worker pool
+   (engine/process.py), so any number of them may compile at once; a reported compile waits
+   until they are done and they wait for it, so its time is what a compile alone takes.
+6. **Speculative jobs time only once confirmed.**  A ``speculative`` job is a further process
+   started early, before its variant's interval says whether it is needed (the runner confirms
+   or drops it); it prepares and compiles with the rest, but it does not time until confirmed.
 
 With ``concurrency=1`` this is exactly the old serial run: one process at a time.
 """
@@ -40,6 +49,7 @@ class Job:
     index: int  # 0: cold process (or eager's only one); 1, 2, ...: warm-cache processes
     state: str = "pending"
     handle: Any = field(default=None, repr=False)  # the runner's process handle
+    speculative: bool = False  # started before its variant's interval asked for it (rule 6)
 
     @property
     def kind(self) -> str:
@@ -48,6 +58,12 @@ class Job:
     @property
     def compiles(self) -> bool:
         return self.variant != "eager"
+
+    @property
+    def reported(self) -> bool:
+        """Is this process's first call a compile time the product reports (the cold one,
+        index 0, or the first warm-cache one, index 1)?"""
+        return self.compiles and self.index <= 1
 
     @property
     def autotunes(self) -> bool:
@@ -60,17 +76,23 @@ def host_cpus() -> int:
     return os.cpu_count() or 1
 
 
+MAX_ALIVE = 16
+"""Most measuring processes alive at once on a large host (each holds its own model copy and
+CUDA context while it waits at a gate)."""
+
+
 def auto_concurrency(cpus: int | None = None) -> tuple[int, int]:
-    """(processes alive at once, compiles at once) for a host with ``cpus`` cores.  On a small
-    host everything runs one at a time: a second process preparing would take the cores that
-    the compile beside it needs (its first-call time must match a compile run alone).  From 8
-    cores on, one job per 4 cores (at most 4) and half as many compiles (each compile starts
-    its own pool of compile workers)."""
+    """(processes alive at once, reported compiles at once) for a host with ``cpus`` cores.  On
+    a small host everything runs one at a time: a second process preparing would take the
+    cores that the compile beside it needs (its first-call time must match a compile run
+    alone).  From 8 cores on, one process per core (at most ``MAX_ALIVE``): a typical run
+    starts all its processes in one batch, so their imports (6-10 s each on the H200 host)
+    overlap once instead of once per batch (the H200 seed-MLP run spent four batches of 4 and
+    78 s), and two reported compiles at once (each starts its own pool of compile workers)."""
     cpus = cpus or host_cpus()
     if cpus < 8:
         return 1, 1
-    alive = min(4, cpus // 4)
-    return alive, max(1, alive // 2)
+    return min(MAX_ALIVE, cpus), 2
 
 
 def resolve(spec_concurrency: int, cpus: int | None = None, spec_compile_slots: int = 0
@@ -98,11 +120,13 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int
         return []  # rule 4: nothing beside a max-autotune compile
     actions: list[tuple[str, Job]] = []
     busy = sum(j.state in BUSY for j in alive)
-    compiling = sum(j.state == "compiling" for j in alive)
+    reported = sum(j.state == "compiling" and j.reported for j in alive)
+    unreported = sum(j.state == "compiling" and not j.reported for j in alive)
 
     cold_compiled = {j.variant for j in jobs
                      if j.index == 0 and j.state in ("time_wait", "timing", "done")}
-    for j in alive:  # rule 4
+    held = False
+    for j in alive:  # rules 4 and 5
         if j.state != "compile_wait":
             continue
         if j.index > 0 and j.variant not in cold_compiled:
@@ -111,15 +135,22 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int
             if busy == 0 and not actions:
                 return [("compile", j)]
             continue
-        if compiling < compile_slots:
+        if j.reported:
+            if reported < compile_slots and not unreported:
+                actions.append(("compile", j))
+                reported += 1
+                busy += 1
+            else:
+                held = True  # no new unreported compile overtakes it
+        elif not reported and not held:
             actions.append(("compile", j))
-            compiling += 1
+            unreported += 1
             busy += 1
     if actions:
         return actions
 
-    if busy == 0:  # rule 2
-        waiting = [j for j in alive if j.state == "time_wait"]
+    if busy == 0:  # rules 2 and 6
+        waiting = [j for j in alive if j.state == "time_wait" and not j.speculative]
         if waiting:
             return [("time", waiting[0])]
 

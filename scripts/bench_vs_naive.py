@@ -86,8 +86,10 @@ def main() -> int:
                    help="one more argument for `engine run` (repeatable; e.g. "
                         "--engine-arg=--concurrency=8 to try a scheduling lever); the summary "
                         "line says the run was not at the shipped defaults")
+    p.add_argument("--json-out", help="also write every run's wall time and first calls here")
     args = p.parse_args()
     walls: dict[str, list[float]] = {"naive": [], "engine": []}
+    runs: list[dict] = []
     firsts: dict[str, dict[tuple[str, str], list[float]]] = {"naive": {}, "engine": {}}
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db or f"sqlite:///{Path(tmp) / 'bench.db'}"
@@ -99,7 +101,15 @@ def main() -> int:
                 for key, value in first.items():
                     if value is not None:
                         firsts[who].setdefault(key, []).append(value)
-                print(f"{who:6s} run {i + 1}: {wall:7.1f} s", flush=True)
+                print(f"{who:6s} run {i + 1}: {wall:7.1f} s  first calls: " + ", ".join(
+                    f"{m} {ph} {v:.3f}" for (m, ph), v in sorted(first.items())
+                    if v is not None and m != "eager"), flush=True)
+                runs.append({"who": who, "repeat": i + 1, "wall_s": wall,
+                             "first_call_s": {f"{m} {ph}": v for (m, ph), v in first.items()}})
+                if args.json_out:  # after every run: a cut-off command keeps what it had
+                    Path(args.json_out).write_text(json.dumps(
+                        {"model": args.model, "modes": args.modes, "device": args.device,
+                         "engine_args": args.engine_arg, "runs": runs}, indent=1))
     n, e = statistics.median(walls["naive"]), statistics.median(walls["engine"])
     print(f"\nNAIVE_WALL_S={n:.1f} ENGINE_WALL_S={e:.1f} RATIO={e / n:.2f} "
           f"({args.model}, {args.modes}, {args.device}, median of {args.repeats}"

@@ -57,7 +57,13 @@ def test_timing_is_alone_and_in_plan_order(seed: int, concurrency: int, slots: i
             assert not [s for s in others if s in BUSY or s == "timing"]
         if action == "compile":
             assert "timing" not in others
-            assert sum(s == "compiling" for s in others) + 1 <= slots
+            compiling = [i for v, s, i in states if s == "compiling" and (v, i) != (j.variant,
+                                                                                   j.index)]
+            if j.index <= 1:  # a reported compile: within the slots, never beside unreported
+                assert sum(i <= 1 for i in compiling) + 1 <= slots
+                assert not [i for i in compiling if i >= 2]
+            else:  # rule 5: unreported compiles never beside a reported one
+                assert not [i for i in compiling if i <= 1]
         if action == "start":
             assert "timing" not in others and "time_wait" not in others  # rule 3
 
@@ -108,14 +114,46 @@ def test_batches_start_together_and_wait_for_the_batch_to_be_timed() -> None:
 
 def test_concurrency_from_the_host() -> None:
     assert auto_concurrency(2) == (1, 1)
-    assert auto_concurrency(16) == (4, 2)
-    assert auto_concurrency(128) == (4, 2)
+    assert auto_concurrency(8) == (8, 2)
+    assert auto_concurrency(16) == (16, 2)
+    assert auto_concurrency(128) == (16, 2)
     assert resolve(3, cpus=2) == (3, 3)
-    assert resolve(0, cpus=16) == (4, 2)
+    assert resolve(0, cpus=16) == (16, 2)
     assert resolve(8, cpus=16, spec_compile_slots=2) == (8, 2)
-    assert resolve(0, cpus=16, spec_compile_slots=3) == (4, 3)
+    assert resolve(0, cpus=16, spec_compile_slots=3) == (16, 3)
     assert resolve(2, cpus=16, spec_compile_slots=5) == (2, 2)  # never more than alive
     assert resolve(0, cpus=2, spec_compile_slots=2) == (1, 1)
+
+
+def test_unreported_compiles_run_together_but_never_beside_a_reported_one() -> None:
+    jobs = plan(["eager", "default", "reduce-overhead"], 4)  # index 2, 3: unreported
+    for j in jobs:
+        j.state = "time_wait" if j.index == 0 else "compile_wait"
+    got = decide(jobs, concurrency=16, compile_slots=2)
+    assert [(a, j.variant, j.index) for a, j in got] == [
+        ("compile", "default", 1), ("compile", "reduce-overhead", 1)]
+    for _, j in got:
+        j.state = "time_wait"
+    got = decide(jobs, concurrency=16, compile_slots=2)
+    assert sorted((j.variant, j.index) for _, j in got) == [
+        ("default", 2), ("default", 3), ("reduce-overhead", 2), ("reduce-overhead", 3)]
+    # a reported compile waiting for a slot holds back new unreported ones
+    jobs = plan(["eager", "default", "reduce-overhead", "pointwise"], 3)
+    for j in jobs:
+        j.state = "time_wait" if j.index == 0 else "compile_wait"
+    got = decide(jobs, concurrency=16, compile_slots=2)
+    assert [(j.variant, j.index) for _, j in got] == [("default", 1), ("reduce-overhead", 1)]
+
+
+def test_a_speculative_job_prepares_and_compiles_but_times_only_once_confirmed() -> None:
+    jobs = plan(["eager", "default"], 2) + [Job("default", 2, speculative=True)]
+    for j in jobs:
+        j.state = "done"
+    spec = jobs[-1]
+    spec.state = "time_wait"
+    assert decide(jobs, concurrency=16, compile_slots=2) == []
+    spec.speculative = False
+    assert decide(jobs, concurrency=16, compile_slots=2) == [("time", spec)]
 
 
 # ------------------------------------------------------------------ real processes
