@@ -11,6 +11,11 @@ machine to itself.  So the child stops at two gates and waits, using no CPU, unt
 * ``compile``: before the first compiled call (eager has no such gate);
 * ``time``: before anything timed.
 
+Between them the child also *marks* ``compiled`` (``mark``: a file, no wait) when its first
+compiled call has returned: from then on it only waits for its compile-worker pool to finish
+starting (``engine.hostload.await_compile_workers``), which the runner counts as busy work but
+not as a compile, so the compile slot is free for the next one.
+
 Mechanism (Linux): for each gate the runner makes a FIFO ``<name>.go`` in the child's gate
 folder before starting it and tells the child the folder in ``COMPILELAB_GATES``.  The child
 opens the FIFO read-write (which never blocks, and makes it a reader), writes ``<name>.ready``
@@ -55,6 +60,17 @@ def wait(name: str) -> float:
     finally:
         os.close(fd)
     return time.perf_counter() - t0
+
+
+def mark(name: str) -> None:
+    """Child side: say that this process has reached milestone ``name``, without waiting."""
+    folder = os.environ.get(ENV)
+    if not folder:
+        return
+    ready = os.path.join(folder, f"{name}.ready")
+    with open(ready + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(ready + ".tmp", ready)
 
 
 class Gates:

@@ -311,8 +311,10 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
                     j.state = "compile_wait"
                 elif h.gates.waiting("time"):
                     j.state = "time_wait"
-            elif j.state == "compiling" and h.gates.waiting("time"):
+            if j.state in ("compiling", "settling") and h.gates.waiting("time"):
                 j.state = "time_wait"
+            elif j.state == "compiling" and h.gates.arrived("compiled"):
+                j.state = "settling"  # its compile slot is free; still busy (engine/schedule)
             h.parked(j.state in ("compile_wait", "time_wait"))
         if not any(j.state in ("pending", "preparing", "compile_wait", "compiling", "time_wait",
                                "timing") for j in plan):

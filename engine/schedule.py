@@ -2,24 +2,25 @@
 
 A run is a plan of measuring processes ("jobs": eager, each compiled variant's cold process,
 then its warm-cache processes, in the order their timing should interleave).  Each job goes
-through ``pending -> preparing -> compile_wait -> compiling -> time_wait -> timing -> done``
-(eager skips the two compile states); the runner moves it along from what the child reports at
+through ``pending -> preparing -> compile_wait -> compiling -> settling -> time_wait -> timing
+-> done`` (eager skips the three compile states; settling: the first call has returned and the
+compile-worker pool it started is still starting, busy work that holds no compile slot); the runner moves it along from what the child reports at
 its gates (``engine.gates``) and asks ``decide`` what to allow next.  The rules keep the
 measurements as clean as one-at-a-time and the waits short:
 
 1. **Timing is alone.**  While a job times, nothing else starts, prepares or compiles (the
    others sit at a gate, using no CPU), so no timing window overlaps another process's work.
-2. **Timing waits for quiet.**  A job may start timing only when no other job is preparing or
-   compiling; jobs time in plan order, so eager, A, B, eager, A, B, ... interleave as before.
+2. **Timing waits for quiet.**  A job may start timing only when no other job is preparing,
+   compiling or settling; jobs time in plan order, so eager, A, B, eager, A, B, ... interleave as before.
 3. **Preparing overlaps.**  Up to ``concurrency`` jobs are alive at once: they start together
    and prepare side by side.  New jobs start only when no job is waiting to time (the plan is
    worked through in batches), so a batch's timing is not held up by the next batch's start-up.
 4. **Reported compiles overlap up to ``compile_slots``** (their first-call times are the cold
    and warm compile times the product reports, checked against compiles run alone, issue
    "time to answer"), with two exceptions.  A warm-cache compile waits until its variant's
-   cold compile has filled the cache.  A max-autotune compile times kernels on the GPU, so it
-   runs only when no other job is preparing or compiling, and nothing starts or compiles
-   beside it.
+   cold compile has filled the cache.  A max-autotune cold compile times kernels on the GPU,
+   so it runs only when no other job is preparing, compiling or settling, and nothing starts
+   or compiles beside it (its warm-cache processes find the timings in the cache).
 5. **Unreported compiles overlap freely, but never beside a reported one.**  Processes from
    index 2 on (``Job.reported`` is false) are further measuring processes: their first call is
    a warm-cache compile nobody reports, in a process without a compile-worker pool
@@ -38,9 +39,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-STATES = ("pending", "preparing", "compile_wait", "compiling", "time_wait", "timing", "done")
-BUSY = ("preparing", "compiling")  # heavy CPU or GPU work, not timing
-ALIVE = ("preparing", "compile_wait", "compiling", "time_wait", "timing")
+STATES = ("pending", "preparing", "compile_wait", "compiling", "settling", "time_wait", "timing",
+          "done")
+# heavy CPU or GPU work, not timing; "settling": compiled, its compile-worker pool still starting
+BUSY = ("preparing", "compiling", "settling")
+ALIVE = ("preparing", "compile_wait", "compiling", "settling", "time_wait", "timing")
 
 
 @dataclass
@@ -67,7 +70,11 @@ class Job:
 
     @property
     def autotunes(self) -> bool:
-        return "max-autotune" in self.variant
+        """Does its compile time kernels on the GPU?  Only a max-autotune variant's cold
+        compile: a warm-cache process finds the kernel choices (and the chosen kernels) in the
+        cache its cold compile filled, and compiles like any other (on the H200 its first call
+        took 1.1 s, the same as default's)."""
+        return "max-autotune" in self.variant and self.index == 0
 
 
 def host_cpus() -> int:
@@ -124,7 +131,7 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int
     unreported = sum(j.state == "compiling" and not j.reported for j in alive)
 
     cold_compiled = {j.variant for j in jobs
-                     if j.index == 0 and j.state in ("time_wait", "timing", "done")}
+                     if j.index == 0 and j.state in ("settling", "time_wait", "timing", "done")}
     held = False
     for j in alive:  # rules 4 and 5
         if j.state != "compile_wait":

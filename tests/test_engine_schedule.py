@@ -19,7 +19,7 @@ def plan(variants: list[str], k: int) -> list[Job]:
 def simulate(jobs: list[Job], *, concurrency: int, compile_slots: int, seed: int = 0,
              max_steps: int = 10_000) -> list[tuple[str, Job, list[tuple[str, str, int]]]]:
     """Run the plan to the end: after each decision, one random alive job that is doing work
-    (preparing, compiling or timing) moves on by one step, as a real child would when it
+    (preparing, compiling, settling or timing) moves on by one step, as a real child would when it
     reaches its next gate or exits.  Returns every action with a snapshot of all states."""
     rng = random.Random(seed)
     log = []
@@ -27,7 +27,8 @@ def simulate(jobs: list[Job], *, concurrency: int, compile_slots: int, seed: int
         for action, j in decide(jobs, concurrency=concurrency, compile_slots=compile_slots):
             j.state = {"start": "preparing", "compile": "compiling", "time": "timing"}[action]
             log.append((action, j, [(x.variant, x.state, x.index) for x in jobs]))
-        working = [j for j in jobs if j.state in ("preparing", "compiling", "timing")]
+        working = [j for j in jobs if j.state in ("preparing", "compiling", "settling",
+                                                  "timing")]
         if not working:
             assert all(j.state == "done" for j in jobs), [(j.variant, j.index, j.state)
                                                           for j in jobs]
@@ -36,6 +37,8 @@ def simulate(jobs: list[Job], *, concurrency: int, compile_slots: int, seed: int
         if j.state == "preparing":
             j.state = "compile_wait" if j.compiles else "time_wait"
         elif j.state == "compiling":
+            j.state = "settling"
+        elif j.state == "settling":
             j.state = "time_wait"
         else:
             j.state = "done"
@@ -73,16 +76,17 @@ def test_warm_compile_waits_for_its_cold_compile_and_autotune_compiles_alone(see
     jobs = plan(["eager", "default", "max-autotune"], 3)
     log = simulate(jobs, concurrency=4, compile_slots=4, seed=seed)
     for action, j, states in log:
-        # a cold job has compiled once it is waiting to time (states: as the action was taken)
-        compiled_cold = {v for v, s, i in states if i == 0 and s in ("time_wait", "timing",
-                                                                      "done")}
+        # a cold job has compiled once its first call returned (states: as the action was
+        # taken): settling (its pool starting), then waiting to time
+        compiled_cold = {v for v, s, i in states if i == 0 and s in ("settling", "time_wait",
+                                                                      "timing", "done")}
         if action == "compile":
             if j.index > 0:
                 assert j.variant in compiled_cold
             if j.autotunes:
                 others = [s for v, s, i in states if (v, i) != (j.variant, j.index)]
                 assert not [s for s in others if s in BUSY or s == "timing"]
-        if any(v == "max-autotune" and s == "compiling" for v, s, _ in states):
+        if any(v == "max-autotune" and s == "compiling" and i == 0 for v, s, i in states):
             busy = [(v, s) for v, s, _ in states if s in BUSY or s == "timing"]
             assert busy == [("max-autotune", "compiling")]
 
@@ -195,3 +199,27 @@ def test_real_run_side_by_side_no_timing_window_overlaps_other_work() -> None:
             assert end <= ostart or oend <= start, (
                 f"{key} {name} [{start:.3f}, {end:.3f}] overlaps {other} {oname} "
                 f"[{ostart:.3f}, {oend:.3f}]")
+
+
+def test_a_settling_job_frees_its_compile_slot_but_holds_timing_and_autotuning() -> None:
+    jobs = plan(["eager", "default", "reduce-overhead", "max-autotune"], 2)
+    for j in jobs:
+        j.state = "compile_wait" if j.compiles and j.index == 0 else "pending"
+    jobs[0].state = "time_wait"  # eager is ready to time
+    by = {(j.variant, j.index): j for j in jobs}
+    by[("default", 0)].state = "settling"
+    by[("reduce-overhead", 0)].state = "compiling"
+    got = decide(jobs, concurrency=16, compile_slots=2)
+    assert got == []  # max-autotune's cold compile waits for quiet; nothing is timed
+    by[("reduce-overhead", 0)].state = "settling"
+    assert decide(jobs, concurrency=16, compile_slots=2) == []  # pools still starting
+    by[("default", 0)].state = by[("reduce-overhead", 0)].state = "time_wait"
+    got = decide(jobs, concurrency=16, compile_slots=2)
+    assert got == [("compile", by[("max-autotune", 0)])]
+    # a warm-cache max-autotune process compiles like any other (its kernels are cached)
+    by[("max-autotune", 0)].state = "settling"
+    for v in ("default", "reduce-overhead", "max-autotune"):
+        by[(v, 1)].state = "compile_wait"
+    got = decide(jobs, concurrency=16, compile_slots=2)
+    assert [(a, j.variant, j.index) for a, j in got] == [
+        ("compile", "default", 1), ("compile", "reduce-overhead", 1)]
