@@ -45,7 +45,7 @@ from engine import (  # noqa: E402
     torch_trace,
 )
 from engine.catalogue import get_model, load_factory  # noqa: E402
-from engine.hostload import HostLoad, await_compile_workers, settle_compile_workers  # noqa: E402
+from engine.hostload import HostLoad, stop_compile_workers  # noqa: E402
 from engine.models.registry import arch_figures  # noqa: E402
 from engine.timing import Timer  # noqa: E402
 
@@ -227,26 +227,21 @@ def _gate(clock: PhaseClock, name: str, progress: Progress, fraction: float) -> 
 
 
 def _after_compile(res: dict[str, Any], clock: PhaseClock, progress: Progress) -> None:
-    """The first compiled call has returned: tell the runner (the compile slot is free), then
-    wait, still counted as busy, until the compile-worker pool this compile started is up and
-    idle (engine/hostload.py), so that its start-up never runs beside another process's
-    timing or compile."""
-    gates.mark("compiled")
-    progress("compile workers", 0.15, force=True)
+    """The first compiled call has returned: end the compile-worker pool it started (its
+    start-up must never run beside another process's timing or compile, engine/hostload.py),
+    then tell the runner, which counted this process busy until now."""
     with clock.phase("compile workers"):
-        res["compile_workers"] = await_compile_workers()
+        res["compile_workers"] = stop_compile_workers()
+    gates.mark("compiled")
 
 
 def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[[], object]],
                      budget: dict[str, Any], clock: PhaseClock, progress: Progress, phase: str,
-                     *, settle: bool) -> dict[str, Any]:
+                     ) -> dict[str, Any]:
     """Paired steady-state rounds in this process: one entry of the result's ``processes``.
 
     Also keeps the pooled top-level series (``samples_ms`` ...), which the runner concatenates
     over processes, and the host load (the highest over processes wins in the runner)."""
-    if settle:  # the compile-worker pool must not be starting while we time (normally it is
-        progress("measuring", 0.3, force=True)  # up and idle already: _after_compile)
-        res["compile_workers_at_timing"] = await_compile_workers()
     with HostLoad() as load, clock.phase("measure"):
         rounds = steady_rounds(timer, fns, **budget,
                                on_round=lambda f: progress("measuring", 0.3 + 0.5 * min(f, 1)))
@@ -382,8 +377,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                     for _ in range(max(int(run.get("warmup_calls", 10)), 3) - 1):
                         timer.wall_ms(fn)
                 stage = "measuring"
-                proc = _measure_process(res, timer, fns, budget, clock, progress, phase,
-                                        settle=not is_eager)
+                proc = _measure_process(res, timer, fns, budget, clock, progress, phase)
                 proc.pop("_rounds")
                 res["processes"] = [proc]
                 return res
@@ -438,8 +432,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
 
             stage = "measuring"
             capture.context = {"call_index": None, "phase": "steady"}
-            proc = _measure_process(res, timer, fns, budget, clock, progress, phase,
-                                    settle=not is_eager)
+            proc = _measure_process(res, timer, fns, budget, clock, progress, phase)
             rounds = proc.pop("_rounds")
             res["processes"] = [proc]
             res["wall_ms_per_call"] = statistics.median(proc["samples_ms"])
@@ -561,8 +554,8 @@ def _measure_sweep_value(run, dims, dim, value, device, model, fn_for, *, timer,
     capture.context = {"call_index": 1, "dim_value": value}
     first_ms = timer.wall_ms(lambda: fn_for(inputs))
     recompiled = (not is_eager) and signals.compile_count() > before
-    if recompiled:  # the recompile may have started a new compile-worker pool
-        settle_compile_workers()
+    if recompiled:  # a recompile compiles in-process (stop_compile_workers); in case one did not
+        stop_compile_workers()
     capture.context = {"dim_value": value}
     small = dict(budget, min_samples=max(10, budget["min_samples"] // 2),
                  min_time_s=budget["min_time_s"] / 2,

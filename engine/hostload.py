@@ -12,6 +12,7 @@ instead of silently inflating them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any
@@ -66,27 +67,73 @@ class HostLoad:
         self.other_busy_cores = round(max(other, 0.0) / wall, 2)
 
 
-def await_compile_workers(timeout_s: float = 120.0) -> dict[str, Any]:
-    """Wait until inductor's compile-worker pool, if this process started one, has finished
-    starting, and leave it idle.  Its start-up (a helper process importing torch, then one
-    worker per core) is heavy CPU work that must not run beside another process's timing or
-    compile; an idle pool uses none (its processes block on a pipe), as in a serving process
-    whose pool is up.  The child calls this right after its compile, while the runner still
-    counts it as busy ("settling"), so nothing is timed beside a starting pool and nothing has
-    to be shut down later inside a timing slot (0.9 s of each such process on the H200 host).
-    The pool dies with the process group when the child ends.  Guarded: private module."""
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (Linux /proc; empty elsewhere)."""
+    out = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            # pid (comm) state ppid ...: comm may hold spaces, so split after its ')'
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def stop_compile_workers() -> dict[str, Any]:
+    """End inductor's compile-worker pool at once, if this process started one, and compile
+    in-process from here on.
+
+    The pool is a helper process (a fresh interpreter importing torch) with one worker per core;
+    it starts in the background of the first compile, as in a user's process.  On the H200 host
+    it took 8 s to come up when several processes compiled at once, its start-up was heavy CPU
+    work spilling over into other processes' compiles and timing, and a graceful ``shutdown``
+    (the helper's own interpreter teardown) took 0.9 s inside each timing slot.  So the child
+    ends it right after its first call: SIGKILL for the workers and the helper (nothing of
+    theirs is needed: the compiled code is loaded in this process, and the cache is on disk),
+    the pool marked closed first so that its reader thread ends quietly, and
+    ``compile_threads = 1`` so that a later recompile compiles here instead of starting a new
+    pool beside the timing.  Falls back to ``shutdown`` where the private pieces moved."""
     t0 = time.perf_counter()
     try:
-        from torch._inductor import async_compile as ac
+        import signal as _signal
 
-        if ac.AsyncCompile._ready_future is None and not ac._pool_set:
-            return {"pool": False, "wait_s": 0.0}
-        ac.AsyncCompile.wait_pool_ready(timeout=timeout_s)
-    except Exception as e:  # moved, failed or timed out: fall back to shutting it down
+        from torch._inductor import async_compile as ac
+        from torch._inductor import config as inductor_config
+
+        pools = list(ac._pool_set)
+        killed = 0
+        for pool in pools:
+            proc = getattr(pool, "process", None)
+            lock = getattr(pool, "write_lock", None)
+            if proc is None or lock is None or not hasattr(pool, "running"):
+                pool.shutdown()  # a ProcessPoolExecutor or a changed SubprocPool: gracefully
+                continue
+            with lock:
+                pool.running = False  # the reader thread then ends without a warning
+            for pid in [*_children(proc.pid), proc.pid]:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, _signal.SIGKILL)
+                    killed += 1
+            proc.wait(timeout=10)
+        ac._pool_set.clear()
+        ac.AsyncCompile._ready_future = None
+        ac.AsyncCompile.process_pool.cache_clear()
+        inductor_config.compile_threads = 1
+    except Exception as e:  # moved or failed: the graceful way, and say so
         out = settle_compile_workers()
-        out["wait_error"] = f"{type(e).__name__}: {e}"[:200]
+        out["stop_error"] = f"{type(e).__name__}: {e}"[:200]
         return out
-    return {"pool": True, "wait_s": round(time.perf_counter() - t0, 3)}
+    return {"pools": len(pools), "killed": killed,
+            "stop_s": round(time.perf_counter() - t0, 3)}
 
 
 def settle_compile_workers() -> dict[str, Any]:

@@ -90,6 +90,56 @@ def test_settle_compile_workers_without_a_pool_is_harmless():
     assert info["settled"] is True and info["settle_s"] >= 0
 
 
+STOP_POOL = r"""
+import json, os, sys, time
+os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "3"
+import torch
+from torch._inductor import async_compile as ac
+from engine.hostload import _children, stop_compile_workers
+ac.AsyncCompile.warm_pool(); ac.AsyncCompile.wakeup(); ac.AsyncCompile.wait_pool_ready(240)
+side = list(ac._pool_set)[0].process.pid
+pids = [side, *_children(side)]
+info = stop_compile_workers()
+time.sleep(0.3)
+def alive(p):
+    try:
+        return open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+print(json.dumps({"info": info, "pids": pids, "alive": [p for p in pids if alive(p)],
+                  "threads": torch._inductor.config.compile_threads, "pools": len(ac._pool_set)}))
+"""
+
+
+@pytest.mark.slow
+def test_stop_compile_workers_ends_the_pool_at_once_and_compiles_in_process_afterwards():
+    """A real inductor worker pool (a helper with three workers) ends within a second, with no
+    process left and no 'unclean exit' warning, and later compiles do not start a new one."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    p = subprocess.run([sys.executable, "-c", STOP_POOL], capture_output=True, text=True,
+                       timeout=300, cwd=Path(__file__).resolve().parents[1])
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert len(out["pids"]) == 4 and out["info"]["killed"] == 4, out
+    assert out["info"]["stop_s"] < 1.0, out
+    assert out["alive"] == [] and out["pools"] == 0 and out["threads"] == 1, out
+    assert "unclean exit" not in p.stderr
+
+
+def test_stop_compile_workers_without_a_pool_is_harmless(monkeypatch):
+    from torch._inductor import config
+
+    from engine.hostload import stop_compile_workers
+
+    monkeypatch.setattr(config, "compile_threads", config.compile_threads)  # restored after
+    info = stop_compile_workers()
+    assert info.get("pools") == 0 and "stop_error" not in info, info
+
+
 @pytest.mark.parametrize("backend", ["eager"])
 def test_cross_check_pairs_engine_and_library_timers(backend):
     torch.manual_seed(0)
