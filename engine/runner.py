@@ -134,13 +134,9 @@ def run_variants(
     active = set(compiled)  # variants that may still get processes
     done_count = {v: 0 for v in compiled}
     extra_since: list[float] = []
-    eta = Eta(eager=int("eager" in variants), cold=len(compiled),
-              warm=(k_min - 1) * len(compiled))
+    eta = Eta(concurrency=concurrency, compile_slots=compile_slots,
+              min_time_s=float(spec.get("min_time_s", 0.5)))
     scheduling = {"concurrency": concurrency, "compile_slots": compile_slots}
-
-    def pending_kind() -> str | None:
-        nxt = next((j for j in plan if j.state not in ("done",) and j.state != "dropped"), None)
-        return nxt.kind if nxt else None
 
     def drop(variant: str, speculative_only: bool = False) -> None:
         """No more processes for ``variant``: pending ones go, live ones are ended (with
@@ -164,11 +160,11 @@ def run_variants(
         if p is None:
             return
         phase, frac = p
-        by_time = eta.fraction()
+        by_time = eta.fraction(plan)
         total = max(sum(j.state != "dropped" for j in plan), 1)
         finished = sum(j.state == "done" for j in plan)
         overall = by_time if by_time is not None else (finished + frac) / total
-        left = describe(eta.seconds_left())
+        left = describe(eta.seconds_left(plan))
         on_progress(focus.variant, f"{phase} · {left}" if left else phase, min(overall, 1.0))
 
     def finish(job: Job, child: dict[str, Any]) -> None:
@@ -243,14 +239,13 @@ def run_variants(
                 ahead.speculative = False
             else:
                 plan.append(Job(v, done_count[v]))
-            eta.set_left("warm", eta.left["warm"] + 1)
 
     with tempfile.TemporaryDirectory(prefix="compilelab-") as tmp:
         root = Path(tmp)
         try:
             _schedule(plan, spec, root, gated=gated, concurrency=concurrency,
                       compile_slots=compile_slots, should_cancel=should_cancel, finish=finish,
-                      report=report, eta=eta, pending_kind=pending_kind)
+                      report=report, eta=eta)
             if spec.get("startup") and not should_cancel():  # engine/startup.py, one at a time
                 startup.run_strategies(
                     spec, compiled, results, root, run_child,
@@ -269,12 +264,12 @@ def run_variants(
 def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
               concurrency: int, compile_slots: int, should_cancel: CancelFn,
               finish: Callable[[Job, dict[str, Any]], None], report: Callable[[], None],
-              eta: Eta, pending_kind: Callable[[], str | None]) -> None:
+              eta: Eta) -> None:
     """Work through ``plan`` (which ``finish`` may extend) under ``engine.schedule``'s rules."""
-    eta.start(pending_kind() or "eager")
     while True:
         # Progress first: the caller's heartbeat is throttled, and a cancel check every tick
         # (which beats without progress) would otherwise always take its turn.
+        eta.sync(plan)  # the states' changes since the last tick are its observations
         report()
         alive = [j for j in plan if j.handle is not None and j.state not in ("done", "dropped")]
         if should_cancel():
@@ -293,16 +288,12 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
                 if not h.ended:
                     h.reap_group()
                 j.state = "done"
-                eta.finish()
                 finish(j, h.result())
-                eta.start(pending_kind() or "warm")
                 continue
             if h.timed_out():
                 h.kill("timeout")
                 j.state = "done"
-                eta.finish()
                 finish(j, h.result())
-                eta.start(pending_kind() or "warm")
                 continue
             if not gated:
                 continue

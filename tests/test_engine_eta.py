@@ -1,10 +1,18 @@
-"""The run's time-left estimate (engine/eta.py) on a fake clock."""
+"""The run's time-left estimate (engine/eta.py): on a fake clock and simulated jobs, and replayed
+against two real runs on the H200 host (the stored phases of every process, 16 alive at once),
+where the old per-process estimate was several times off once the first process ended."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
 from engine.eta import Eta, describe
+from engine.schedule import Job
+
+TIMELINES = json.loads((Path(__file__).parent / "fixtures" / "h200_timelines.json").read_text())
 
 
 class Clock:
@@ -15,35 +23,107 @@ class Clock:
         return self.t
 
 
-def test_estimate_by_kind_and_time_based_fraction():
-    c = Clock()
-    eta = Eta(eager=1, cold=2, warm=4, clock=c)
-    eta.start("eager")
-    assert eta.seconds_left() is None  # nothing finished: no guess
-    c.t = 10.0
-    eta.finish()
-    # cold guessed at 3 eager processes (30 s), warm at half a cold one (15 s)
-    assert eta.seconds_left() == pytest.approx(2 * 30 + 4 * 15)
-    eta.start("cold")
-    c.t = 50.0
-    eta.finish()  # the real cold process took 40 s: warm is now guessed at 20 s
-    assert eta.seconds_left() == pytest.approx(40 + 4 * 20)
-    eta.start("cold")
-    c.t = 60.0  # 10 s into the second cold process
-    assert eta.seconds_left() == pytest.approx(30 + 4 * 20)
-    assert eta.fraction() == pytest.approx(60 / (60 + 110))
-    c.t = 200.0  # a process that overruns its estimate never makes the estimate negative
-    assert eta.seconds_left() >= 4 * 20
+def step(eta: Eta, clock: Clock, plan: list[Job], t: float, **states: str) -> None:
+    clock.t = t
+    for key, state in states.items():
+        variant, index = key.rsplit("_", 1)
+        next(j for j in plan if j.variant == variant and j.index == int(index)).state = state
+    eta.sync(plan)
 
 
-def test_adaptive_processes_change_what_is_left():
+def test_one_at_a_time_sums_prepare_compile_and_time_per_process():
     c = Clock()
-    eta = Eta(eager=0, cold=0, warm=2, clock=c)
-    eta.start("warm")
-    c.t = 5.0
-    eta.finish()
-    eta.set_left("warm", 3)
-    assert eta.seconds_left() == pytest.approx(15.0)
+    plan = [Job("eager", 0), Job("default", 0), Job("default", 1)]
+    eta = Eta(concurrency=1, compile_slots=1, min_time_s=0.5, clock=c)
+    step(eta, c, plan, 0.0, eager_0="preparing")
+    assert eta.seconds_left(plan) is None  # nothing observed yet: no guess
+    step(eta, c, plan, 3.0, eager_0="time_wait")
+    step(eta, c, plan, 3.0, eager_0="timing")
+    step(eta, c, plan, 5.0, eager_0="done", default_0="preparing")
+    # left: default 0 (prepare 3 s, cold compile guessed at one preparation, time like eager's)
+    # and default 1 (prepare 3, warm compile a third of the cold guess, time half eager's)
+    assert eta.seconds_left(plan) == pytest.approx(3 + 3 + 2 + 3 + 1 + 1)
+    step(eta, c, plan, 8.0, default_0="compile_wait")
+    step(eta, c, plan, 8.0, default_0="compiling")
+    step(eta, c, plan, 17.0, default_0="time_wait")  # the cold compile took 9 s
+    step(eta, c, plan, 17.0, default_0="timing")
+    step(eta, c, plan, 18.0)  # 1 s into a timing guessed at 2 s; default 1: 3 + 3 + 1
+    assert eta.seconds_left(plan) == pytest.approx(1 + 3 + 3 + 1)
+    assert eta.fraction(plan) == pytest.approx(18 / (18 + 8))
+    step(eta, c, plan, 40.0)  # overrunning never makes it negative
+    assert eta.seconds_left(plan) >= 3 + 3 + 1
+
+
+def test_adaptive_processes_add_to_what_is_left():
+    c = Clock()
+    plan = [Job("default", 0)]
+    eta = Eta(concurrency=1, compile_slots=1, clock=c)
+    for t, state in ((0, "preparing"), (2, "compile_wait"), (2, "compiling"), (6, "time_wait"),
+                     (6, "timing"), (8, "done")):
+        step(eta, c, plan, float(t), default_0=state)
+    assert eta.seconds_left(plan) == 0.0
+    plan.append(Job("default", 1))
+    assert eta.seconds_left(plan) == pytest.approx(2 + 4 / 3 + 1)  # cold's time halved
+
+
+def replay(name: str) -> list[tuple[float, float]]:
+    """(actual seconds left, estimate) every second of a stored H200 run, its processes' states
+    rebuilt from their phases: waiting before a compile = compile_wait, compile = compiling,
+    compile workers = settling, waiting after = time_wait, then timing until the process ended."""
+    run = TIMELINES[name]
+    plan, events = [], []
+    for p in run["processes"]:
+        job = Job(p["variant"], p["index"])
+        plan.append(job)
+        phases = p["phases"]
+        names = [ph[0] for ph in phases]
+        events.append((phases[0][1], job, "preparing"))
+        compiled = False
+        for k, (ph, start, end) in enumerate(phases):
+            if ph == "waiting":
+                before_compile = "compile" in names[k + 1:] and not compiled
+                events.append((start, job, "compile_wait" if before_compile else "time_wait"))
+                if not before_compile:
+                    events.append((end, job, "timing"))
+            elif ph == "compile":
+                compiled = True
+                events.append((start, job, "compiling"))
+            elif ph == "compile workers":
+                events.append((start, job, "settling"))
+        events.append((p["ended"], job, "done"))
+    events.sort(key=lambda e: e[0])
+    c = Clock()
+    eta = Eta(concurrency=run["concurrency"], compile_slots=run["compile_slots"], clock=c)
+    out, k, t = [], 0, 0.0
+    while t < run["finished"]:
+        while k < len(events) and events[k][0] <= t:
+            events[k][1].state = events[k][2]
+            k += 1
+        c.t = t
+        eta.sync(plan)
+        est = eta.seconds_left(plan)
+        if est is not None:
+            out.append((run["finished"] - t, est))
+        t += 0.5
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(TIMELINES))
+def test_replayed_h200_runs_the_estimate_follows_the_time_left(name):
+    """The estimate appears once the first processes have prepared (before 40 % of the run),
+    is never off by more than a factor of 2.5 while more than 10 s are left, and once a
+    compiled process has been timed (the timing of the rest is then known, not guessed) it is
+    within 50 % of the real time left (or 10 s when little is left)."""
+    points = replay(name)
+    run = TIMELINES[name]
+    total = run["finished"]
+    first_timed = min(p["ended"] for p in run["processes"] if p["variant"] != "eager")
+    assert points and total - points[0][0] < 0.4 * total
+    for actual, est in points:
+        if actual > 10:
+            assert actual / 2.5 <= est <= actual * 2.5, (actual, est)
+        if total - actual > first_timed:
+            assert abs(est - actual) <= max(0.5 * actual, 10.0), (actual, est)
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(None, ""), (0.2, "about 1 s left"),
