@@ -223,3 +223,29 @@ def test_a_settling_job_frees_its_compile_slot_but_holds_timing_and_autotuning()
     got = decide(jobs, concurrency=16, compile_slots=2)
     assert [(a, j.variant, j.index) for a, j in got] == [
         ("compile", "default", 1), ("compile", "reduce-overhead", 1)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("target", "processes", "reason"), [
+    (10.0, 2, "interval tight enough"),  # the speculative third process is ended unmeasured
+    (0.0, 3, "process limit"),  # it is confirmed and times after the others
+])
+def test_real_run_a_speculative_process_is_ended_or_confirmed(target, processes, reason):
+    """Where the whole run fits in one batch, the first adaptive process starts with it; the
+    variant's interval decides whether it times (aot_eager, CPU, 8 alive)."""
+    from engine.runner import run_variants
+    from engine.spec import normalise
+
+    spec = normalise({"model": "mlp", "dims": {"batch": 4, "hidden": 32},
+                      "variants": ["eager", "default"], "backend": "aot_eager",
+                      "processes": 2, "max_processes": 3, "target_halfwidth": target,
+                      "min_samples": 10, "min_time_s": 0.05, "warmup_calls": 3,
+                      "concurrency": 8, "profile": False})
+    results = run_variants(spec)
+    assert [r["status"] for r in results] == ["ok", "ok"], results
+    default = results[1]
+    assert len(default["processes"]) == processes, default["processes"]
+    assert default["stats"]["stop_reason"] == reason
+    starts = sorted(min(ph["start"] for ph in p["phases"]) for r in results
+                    for p in r["processes"])
+    assert starts[-1] - starts[0] < 5.0, "every process, the speculative one too, in one batch"
