@@ -19,7 +19,7 @@ from typing import Any
 from engine import forensics, gates, roofline, startup, stats, torch_trace
 from engine.eta import Eta, describe
 from engine.process import ChildProcess, run_child
-from engine.schedule import Job, decide, resolve
+from engine.schedule import ALIVE, Job, decide, resolve
 
 __all__ = ["run_child", "run_variants", "time_breakdown"]
 
@@ -145,8 +145,7 @@ def run_variants(
             active.discard(variant)
         for j in plan:
             if (j.variant == variant and (j.speculative or not speculative_only)
-                    and j.state in ("pending", "preparing", "compile_wait", "compiling",
-                                    "time_wait")):
+                    and (j.state == "pending" or j.state in ALIVE and j.state != "timing")):
                 if j.handle is not None:
                     j.handle.kill("dropped")
                 j.state = "dropped"
@@ -307,8 +306,7 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
             elif j.state == "compiling" and h.gates.arrived("compiled"):
                 j.state = "settling"  # its compile slot is free; still busy (engine/schedule)
             h.parked(j.state in ("compile_wait", "time_wait"))
-        if not any(j.state in ("pending", "preparing", "compile_wait", "compiling", "time_wait",
-                               "timing") for j in plan):
+        if not any(j.state == "pending" or j.state in ALIVE for j in plan):
             return
         for action, j in decide(plan, concurrency=concurrency, compile_slots=compile_slots):
             if action == "start":

@@ -308,7 +308,10 @@ def test_worker_rides_out_a_postgresql_restart_mid_run(cluster, worker_factory, 
     by_variant = {v["variant"]: v for v in run["variants"]}
     assert set(by_variant) == {"eager", "default"}
     assert all(v["status"] == "ok" for v in by_variant.values()), by_variant
-    assert len(by_variant["default"]["processes"]) == 2  # cold and warm-cache: both saved
+    default = by_variant["default"]
+    assert len(default["processes"]) == 2, (  # cold and warm-cache: both saved
+        default.get("process_errors"), (default.get("stats") or {}).get("stop_reason"),
+        worker.log()[-4000:])
     assert by_variant["default"]["median_ms"] > 0
     assert "running" not in statuses(db).values()
     check_log(worker, url, password, run_id)
