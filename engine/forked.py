@@ -94,6 +94,10 @@ def start_early(libraries: bool = True) -> None:
         context(libraries)
         forkserver.ensure_running()
         STARTED_EARLY = True
+    from engine import compiler_server, schedule
+
+    if schedule.auto_concurrency()[0] > 1:  # processes side by side: the further ones fork
+        compiler_server.start(libraries)  # from the compiler server, ready by then
 
 
 def start_for_argv(argv: list[str]) -> None:
@@ -168,7 +172,7 @@ def usable() -> bool:
 
 
 def _child_main(argv: list[str], env: dict[str, str], stdout: str, stderr: str,
-                name: str) -> None:
+                name: str, compiler: bool = False) -> None:
     """Runs in the fork: become a process like the old child, then measure (never returns)."""
     t0 = time.perf_counter()
     os.setsid()  # own process group: the runner can end it with everything it started
@@ -182,6 +186,10 @@ def _child_main(argv: list[str], env: dict[str, str], stdout: str, stderr: str,
         f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(f, fd)
         os.close(f)
+    if compiler:  # forked from the compiler server (engine/compiler_server.py)
+        from engine import compiler_server
+
+        compiler_server.after_fork(env)
     from engine import child
 
     # Setup time counts from this process's start; its imports were done by the server.
@@ -205,10 +213,17 @@ class ForkedChild:
     uses: ``pid``, ``poll()``, ``wait(timeout)``, ``returncode`` (negative: killed by a signal)."""
 
     def __init__(self, argv: list[str], env: dict[str, str], stdout: str, stderr: str,
-                 variant: str) -> None:
-        self._proc = context().Process(
-            target=_child_main, args=(argv, env, stdout, stderr, process_name(variant)),
-            daemon=False)
+                 variant: str, compiler: bool = False) -> None:
+        """``compiler``: fork it from the compiler-preloaded server (engine/compiler_server.py),
+        only for a process whose first call nobody reports."""
+        kwargs = {"target": _child_main, "daemon": False,
+                  "args": (argv, env, stdout, stderr, process_name(variant), compiler)}
+        if compiler:
+            from engine import compiler_server
+
+            self._proc = compiler_server.process(**kwargs)
+        else:
+            self._proc = context().Process(**kwargs)
         self._proc.start()
         self.pid = self._proc.pid
 

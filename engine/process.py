@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine import forked, gates, torch_trace
+from engine import compiler_server, forked, gates, torch_trace
 from engine.environment import PROJECT_ROOT
 
 TAIL_BYTES = 4000
@@ -68,6 +68,13 @@ def _die_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
+def wants_compiler_server(variant: str, phase: str, index: int) -> bool:
+    """May this process fork from the compiler-preloaded server (engine/compiler_server.py)?
+    Eager (it compiles nothing; on the GPU its profiler imports inductor anyway) and the
+    further processes, whose first call is a warm-cache compile nobody reports."""
+    return variant == "eager" or (phase == "warm_cache" and index >= 2)
+
+
 class ChildProcess:
     """A started measuring child. ``poll()`` says whether it has exited; ``result()`` turns its
     output (or its death) into a VariantResult dict.  Time spent waiting at a gate does not
@@ -109,8 +116,12 @@ class ChildProcess:
         self.spawned_at = time.time()
         self.proc: Any
         if forked.usable():  # a fork of the preloaded server (engine/forked.py)
+            # a further process (its first call unreported) from the one with the compiler
+            # imported, where the runner started it (engine/compiler_server.py)
+            further = wants_compiler_server(variant, phase, index) and compiler_server.usable()
             self.proc = forked.ForkedChild([str(self.spec_path), str(self.out_path)], env,
-                                           str(stdout_path), str(self.stderr_path), variant)
+                                           str(stdout_path), str(self.stderr_path), variant,
+                                           compiler=further)
         else:
             with open(self.stderr_path, "wb") as err, open(stdout_path, "wb") as out:
                 self.proc = subprocess.Popen(

@@ -16,9 +16,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine import forensics, gates, roofline, startup, stats, torch_trace
+from engine import (
+    compiler_server,
+    forensics,
+    forked,
+    gates,
+    roofline,
+    startup,
+    stats,
+    torch_trace,
+)
 from engine.eta import Eta, describe
-from engine.process import ChildProcess, run_child
+from engine.process import ChildProcess, run_child, wants_compiler_server
 from engine.schedule import ALIVE, Job, decide, resolve
 
 __all__ = ["run_child", "run_variants", "time_breakdown"]
@@ -121,6 +130,8 @@ def run_variants(
     gated = gates.supported()
     if not gated:
         concurrency = compile_slots = 1
+    if concurrency > 1 and forked.usable():  # side by side: further processes fork from the
+        compiler_server.start(forked.wants_libraries(str(spec.get("model"))))  # compiler server
     results: dict[str, dict[str, Any]] = {}
     eager_first: dict[str, float | None] = {"ms": None}
     plan: list[Job] = ([Job("eager", 0)] if "eager" in variants else [])
@@ -265,11 +276,24 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
               finish: Callable[[Job, dict[str, Any]], None], report: Callable[[], None],
               eta: Eta) -> None:
     """Work through ``plan`` (which ``finish`` may extend) under ``engine.schedule``'s rules."""
+    deferred: list[Job] = []  # started, forked once the compiler server is ready
+
+    def launch(j: Job) -> None:
+        cache = root / f"cache-{j.variant}"
+        cache.mkdir(exist_ok=True)
+        phase = "warm_cache" if j.index > 0 else "cold"
+        j.handle = ChildProcess(spec, j.variant, phase, cache, root, index=j.index, gated=gated)
+
     while True:
         # Progress first: the caller's heartbeat is throttled, and a cancel check every tick
         # (which beats without progress) would otherwise always take its turn.
         eta.sync(plan)  # the states' changes since the last tick are its observations
         report()
+        if deferred and not compiler_server.pending():  # ready, or not worth waiting for
+            for j in deferred:
+                if j.state == "preparing":  # not dropped or cancelled meanwhile
+                    launch(j)
+            deferred.clear()
         alive = [j for j in plan if j.handle is not None and j.state not in ("done", "dropped")]
         if should_cancel():
             for j in alive:
@@ -278,7 +302,7 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
                 finish(j, j.handle.result())
                 j.state = "done"
             for j in plan:
-                if j.state == "pending":
+                if j.state == "pending" or j.handle is None and j.state == "preparing":
                     j.state = "dropped"
             return
         for j in alive:  # exits, timeouts, gate arrivals
@@ -310,14 +334,16 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
             return
         for action, j in decide(plan, concurrency=concurrency, compile_slots=compile_slots):
             if action == "start":
-                cache = root / f"cache-{j.variant}"
-                cache.mkdir(exist_ok=True)
-                phase = "warm_cache" if j.index > 0 else "cold"
-                j.handle = ChildProcess(spec, j.variant, phase, cache, root, index=j.index,
-                                        gated=gated)
                 # Without gates nothing is held back: the child prepares, compiles and times
                 # in one go, so it counts as timing (nothing else may start beside it).
                 j.state = "preparing" if gated else "timing"
+                if (gated and compiler_server.pending() and wants_compiler_server(
+                        j.variant, "warm_cache" if j.index else "cold", j.index)):
+                    # its server is still importing: fork it from there in a moment (it counts
+                    # as preparing meanwhile, so no reported compile starts without it)
+                    deferred.append(j)
+                else:
+                    launch(j)
             elif action == "compile" and j.handle.gates.open("compile"):
                 j.state = "compiling"
                 j.handle.parked(False)

@@ -17,7 +17,9 @@ measurements as clean as one-at-a-time and the waits short:
    worked through in batches), so a batch's timing is not held up by the next batch's start-up.
 4. **Reported compiles overlap up to ``compile_slots``** (their first-call times are the cold
    and warm compile times the product reports, checked against compiles run alone, issue
-   "time to answer"), with two exceptions.  A warm-cache compile waits until its variant's
+   "time to answer"), **never beside a preparing process**, and no process starts beside
+   them (on the H200 a reduce-overhead cold compile beside fifteen processes importing the
+   compiler read 2.95 s, 55 % above the same compile alone, 1.92 s), with two exceptions.  A warm-cache compile waits until its variant's
    cold compile has filled the cache.  A max-autotune cold compile times kernels on the GPU,
    so it runs only when no other job is preparing, compiling or settling, and nothing starts
    or compiles beside it (its warm-cache processes find the timings in the cache).
@@ -129,6 +131,7 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int
     busy = sum(j.state in BUSY for j in alive)
     reported = sum(j.state == "compiling" and j.reported for j in alive)
     unreported = sum(j.state == "compiling" and not j.reported for j in alive)
+    preparing = any(j.state == "preparing" for j in alive)
 
     cold_compiled = {j.variant for j in jobs
                      if j.index == 0 and j.state in ("settling", "time_wait", "timing", "done")}
@@ -143,7 +146,7 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int
                 return [("compile", j)]
             continue
         if j.reported:
-            if reported < compile_slots and not unreported:
+            if reported < compile_slots and not unreported and not preparing:
                 actions.append(("compile", j))
                 reported += 1
                 busy += 1
@@ -161,6 +164,8 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int
         if waiting:
             return [("time", waiting[0])]
 
+    if reported:
+        return actions  # rule 4: nothing starts beside a reported compile
     if not any(j.state == "time_wait" for j in alive):  # rule 3
         room = concurrency - len(alive)
         for j in jobs:

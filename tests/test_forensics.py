@@ -20,6 +20,22 @@ BREAKS = str(ROOT / "engine" / "models" / "breaks.py")
 
 
 # ---------------------------------------------------------------- cache forensics, fast
+def test_cache_log_install_imports_nothing():
+    """Installed before a timed first call: importing inductor there would take part of the
+    compiler's import out of the compile time (checked in a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\nfrom engine import forensics\nbefore = set(sys.modules)\n"
+            "forensics.CompileWatch('cold').__enter__()\n"
+            "print(sorted(m for m in set(sys.modules) - before if m.startswith(('torch._inductor', "
+            "'torch._functorch', 'torch._dynamo'))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def test_cache_log_reads_torch_messages_and_judge_flags_a_warm_miss(tmp_path):
     """torch's own INFO lines (codecache.py, autograd_cache.py) become events; a warm-cache
     compile with a bypass is flagged with torch's reason, a miss with what the cache dir says."""
