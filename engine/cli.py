@@ -232,6 +232,7 @@ def execute_here(db: Any, run_id: int, spec: dict[str, Any]) -> str:
     is then finished as cancelled).  Shared by ``run``, ``suite run`` and ``rerun --now``."""
     from engine.execute import execute_run
     from storage import queue
+    from storage.text import one_line
 
     worker_id = queue.worker_identity("cli")
     if not queue.claim_run(db, run_id, worker_id):
@@ -257,6 +258,11 @@ def execute_here(db: Any, run_id: int, spec: dict[str, Any]) -> str:
     except KeyboardInterrupt:
         status = "interrupted"
         caught.append(signal.SIGINT)
+    except Exception as e:  # a bug must not leave the run "running" (the worker does the same)
+        bar.close()
+        queue.finish_run(db, run_id, "failed", error=f"engine error: {one_line(e, 900)}",
+                         worker_id=worker_id)
+        raise
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)

@@ -149,13 +149,17 @@ def run_variants(
               min_time_s=float(spec.get("min_time_s", 0.5)))
     scheduling = {"concurrency": concurrency, "compile_slots": compile_slots}
 
-    def drop(variant: str, speculative_only: bool = False) -> None:
+    failed: dict[str, list[dict[str, Any]]] = {}  # further processes' failures by variant
+
+    def drop(variant: str, speculative_only: bool = False, from_index: int = 0) -> None:
         """No more processes for ``variant``: pending ones go, live ones are ended (with
-        ``speculative_only``, only its processes started before they were asked for)."""
+        ``speculative_only``, only its processes started before they were asked for; with
+        ``from_index``, only those from that index on)."""
         if not speculative_only:
             active.discard(variant)
         for j in plan:
             if (j.variant == variant and (j.speculative or not speculative_only)
+                    and j.index >= from_index
                     and (j.state == "pending" or j.state in ALIVE and j.state != "timing")):
                 if j.handle is not None:
                     j.handle.kill("dropped")
@@ -201,6 +205,9 @@ def run_variants(
             _first_process(child)
             torch_trace.keep(spec, root, v, child, on_artifact)  # spec keep_trace
             results[v] = child
+            if failed.get(v):  # a further process failed before this one ended
+                child["process_errors"] = list(failed[v])
+                child["stop_reason"] = "a measuring process failed"
             if "eager" in results and roofline.fill_deferred(results["eager"], child,
                                                              spec.get("device", "cpu")):
                 on_result(_with_stats(results["eager"], eager_first["ms"]))  # its roofline
@@ -214,10 +221,13 @@ def run_variants(
         elif child.get("status") == "cancelled":
             return
         else:  # a further process failed: the variant keeps what it has, with the reason
-            results[v].setdefault("process_errors", []).append(
+            failed.setdefault(v, []).append(
                 {"index": job.index, "failure_kind": child.get("failure_kind"),
                  "error": child.get("error")})
-            drop(v)
+            drop(v, from_index=job.index)  # its earlier processes may still be measuring
+            if v not in results:  # it failed before the cold process ended: noted there
+                return
+            results[v]["process_errors"] = list(failed[v])
             results[v]["stop_reason"] = "a measuring process failed"
         done_count[v] += 1
         on_result(_with_stats(results[v], eager_first["ms"]))

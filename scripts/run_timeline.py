@@ -47,10 +47,14 @@ def main() -> int:
     ap.add_argument("--db", required=True)
     args = ap.parse_args()
     run = load(args.run_id, args.db)
+    if not run.get("started_at"):
+        print(f"run {args.run_id}: never started ({run['status']})")
+        return 1
     t0 = datetime.fromisoformat(run["started_at"]).timestamp()
-    t1 = datetime.fromisoformat(run["finished_at"]).timestamp()
+    span = (f"{datetime.fromisoformat(run['finished_at']).timestamp() - t0:.1f} s from start to "
+            "finish" if run.get("finished_at") else "not finished")
     print(f"run {args.run_id}: {run['model']} {run['dims_label']} {run['device']}, "
-          f"{t1 - t0:.1f} s from start to finish")
+          f"{run['status']}, {span}" + (f": {run['error']}" if run.get("error") else ""))
     rows = []
     for v in run["variants"]:
         for i, p in enumerate(v.get("processes") or []):

@@ -107,3 +107,39 @@ def test_the_runner_waits_for_every_process_even_one_still_settling(monkeypatch,
     assert all(c.exited for c in FakeChild.made)
     default = next(r for r in results if r["variant"] == "default")
     assert len(default["processes"]) == 3
+
+
+class FailingFurtherChild(FakeChild):
+    """Processes from index 2 on fail at once, before the cold process has ended (on the H200
+    a fork that could not initialise CUDA did: the run then ended with KeyError 'default')."""
+
+    def poll(self) -> bool:
+        if self.index >= 2:
+            self.exited = True
+            return True
+        return super().poll()
+
+    def result(self) -> dict[str, Any]:
+        if self.index >= 2:
+            return {"variant": self.variant, "status": "failed", "failure_kind": "error",
+                    "error": "RuntimeError while building: Cannot re-initialize CUDA"}
+        return super().result()
+
+
+@pytest.mark.parametrize("concurrency", [4, 8])
+def test_a_further_process_failing_before_the_cold_one_ends_is_a_result(monkeypatch,
+                                                                        concurrency):
+    FakeChild.made = []
+    monkeypatch.setattr(runner, "ChildProcess", FailingFurtherChild)
+    monkeypatch.setattr(runner.gates, "supported", lambda: True)
+    monkeypatch.setattr(runner, "TICK_S", 0.0)
+    spec = {"variants": ["eager", "default"], "processes": 3, "max_processes": 4,
+            "concurrency": concurrency, "device": "cpu", "profile": False}
+    results = runner.run_variants(spec)
+    assert all(c.exited for c in FakeChild.made)
+    default = next(r for r in results if r["variant"] == "default")
+    assert default["status"] == "ok"
+    assert len(default["processes"]) == 2  # the cold and the first warm-cache one kept
+    assert default["process_errors"][0]["index"] == 2
+    assert "Cannot re-initialize CUDA" in default["process_errors"][0]["error"]
+    assert default["stats"]["stop_reason"] == "a measuring process failed"
