@@ -65,7 +65,8 @@ class RunSpec:
     concurrency: int = 0
     # Reported compiles (cold, first warm-cache) at once among them (a max-autotune compile
     # always runs alone; further processes' compiles run together, never beside a reported
-    # one); 0 = with concurrency 0, 2 from 8 cores; with concurrency N, N.
+    # one, nor beside a process still preparing); 0 = with concurrency 0, 1; with
+    # concurrency N, N.
     compile_slots: int = 0
     # Start-up strategies side by side (engine/startup.py): two more processes per compiled
     # variant, portable cache artifacts and regional compilation, beside cold and warm.

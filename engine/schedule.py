@@ -97,11 +97,14 @@ def auto_concurrency(cpus: int | None = None) -> tuple[int, int]:
     alone).  From 8 cores on, one process per core (at most ``MAX_ALIVE``): a typical run
     starts all its processes in one batch, so their imports (6-10 s each on the H200 host)
     overlap once instead of once per batch (the H200 seed-MLP run spent four batches of 4 and
-    78 s), and two reported compiles at once (each starts its own pool of compile workers)."""
+    78 s).  One reported compile at a time everywhere: two at once (each starting its own pool
+    of compile workers) read slow on the H200 (default and reduce-overhead cold compiles
+    3.2 s each side by side against 2.0-2.1 s for the harness's alone; reduce-overhead over
+    two runs +26 %), and those first calls are what the product reports."""
     cpus = cpus or host_cpus()
     if cpus < 8:
         return 1, 1
-    return min(MAX_ALIVE, cpus), 2
+    return min(MAX_ALIVE, cpus), 1
 
 
 def resolve(spec_concurrency: int, cpus: int | None = None, spec_compile_slots: int = 0

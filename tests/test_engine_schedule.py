@@ -120,11 +120,11 @@ def test_batches_start_together_and_wait_for_the_batch_to_be_timed() -> None:
 
 def test_concurrency_from_the_host() -> None:
     assert auto_concurrency(2) == (1, 1)
-    assert auto_concurrency(8) == (8, 2)
-    assert auto_concurrency(16) == (16, 2)
-    assert auto_concurrency(128) == (16, 2)
+    assert auto_concurrency(8) == (8, 1)  # one reported compile at a time
+    assert auto_concurrency(16) == (16, 1)
+    assert auto_concurrency(128) == (16, 1)
     assert resolve(3, cpus=2) == (3, 3)
-    assert resolve(0, cpus=16) == (16, 2)
+    assert resolve(0, cpus=16) == (16, 1)
     assert resolve(8, cpus=16, spec_compile_slots=2) == (8, 2)
     assert resolve(0, cpus=16, spec_compile_slots=3) == (16, 3)
     assert resolve(2, cpus=16, spec_compile_slots=5) == (2, 2)  # never more than alive
@@ -229,13 +229,16 @@ def test_a_settling_job_frees_its_compile_slot_but_holds_timing_and_autotuning()
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("target", "processes", "reason"), [
-    (10.0, 2, "interval tight enough"),  # the speculative third process is ended unmeasured
-    (0.0, 3, "process limit"),  # it is confirmed and times after the others
+    # started with the batch, the speculative third process is measured even where two already
+    # gave a tight enough interval (it costs only its timing slot; a few processes can agree
+    # by chance), and the interval is judged again with it
+    (10.0, 3, "interval tight enough"),
+    (0.0, 3, "process limit"),
 ])
 def test_real_run_a_speculative_process_is_ended_or_confirmed(target, processes, reason,
                                                               monkeypatch):
-    """Where the whole run fits in one batch, the first adaptive process starts with it; the
-    variant's interval decides whether it times (aot_eager, CPU, 8 alive)."""
+    """Where the whole run fits in one batch, the first adaptive process starts with it and
+    times after the others (aot_eager, CPU, 8 alive)."""
     from engine import stats
     from engine.runner import run_variants
     from engine.spec import normalise
