@@ -306,15 +306,52 @@ def _start_server_early(args: argparse.Namespace) -> None:
     forked.start_early(libraries=forked.wants_libraries(args.model))
 
 
+def process_age_s() -> float | None:
+    """Seconds since this process started (Linux ``/proc``; None elsewhere): the part of a
+    run's time to answer spent before its first measuring process, which the run's own
+    phases do not see."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(uptime - start_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _before_the_run(marks: list[tuple[str, float | None]]) -> str:
+    """``before the run 5.8 s: command start and imports 1.2 s, ...`` from the process ages
+    at the end of each stage."""
+    from engine import device_check
+
+    if any(t is None for _, t in marks):
+        return ""
+    parts, last = [], 0.0
+    for name, t in marks:
+        parts.append(f"{name} {t - last:.1f} s")  # type: ignore[operator]
+        if name.startswith("spec and device check") and device_check.TIMES:
+            parts[-1] += " (" + ", ".join(f"{k} {v:.1f} s"
+                                          for k, v in device_check.TIMES.items()) + ")"
+        last = t  # type: ignore[assignment]
+    return f"compilelab: before the run {last:.1f} s: " + ", ".join(parts)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from storage.text import check_note, normalize_tags
 
+    marks: list[tuple[str, float | None]] = [("command start and imports", process_age_s())]
     if (args.require_gpu or args.require_torch) and not args.queue:
         raise SpecError("--require-gpu / --require-torch choose the worker that takes a queued "
                         "run: add --queue (a run measured here uses this machine)", "require_gpu")
     if not args.queue:  # measured here: the process server starts while we check the spec
         _start_server_early(args)
+        from engine import device_check
+
+        # the arguments as typed; used where the normalised spec says the same
+        device_check.start_early(args.backend, args.device, args.dtype)
         import engine.execute  # noqa: F401  (numpy, scipy: 1.5 s, beside the server's start)
+        marks.append(("engine imports", process_age_s()))
     dims, sweep = _parse_dims(args.dim)
     tags, note = normalize_tags(args.tag), check_note(args.note)
     raw = {
@@ -336,10 +373,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         "require_gpu": args.require_gpu, "require_torch": args.require_torch,
     }
     # The local user typed this command, file and module references included.
-    spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)
+    try:
+        spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)
+    finally:
+        from engine import device_check
+
+        device_check.abandon_early()  # bad input found before the device check was asked
+    marks.append(("spec and device check", process_age_s()))
     from storage import open_database, queue
 
     db = open_database(args.db)
+    marks.append(("database", process_age_s()))
     if args.option or len(spec["variants"]) > 2:
         from engine.grid_plan import plan
         from storage.history import process_seconds
@@ -351,6 +395,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.queue:
         print(run_id if args.json else f"queued run {run_id}")
         return 0
+    marks.append(("queued", process_age_s()))
+    if line := _before_the_run(marks):  # where the time went before the run's own phases
+        print(line, file=sys.stderr)
     status = execute_here(db, run_id, spec)
     if status.startswith("cancelled:"):
         return 128 + int(status.split(":")[1])

@@ -17,14 +17,20 @@ process could start (issue "time to answer": 8 s of a 12 s eager-only run there)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+import threading
+import time
 
 from engine.spec import SpecError, check_backend, check_device_dtype
 
 TORCH_BACKENDS = frozenset({"inductor", "eager", "aot_eager", "cudagraphs"})
 PROBE_TIMEOUT_S = 120.0
+TIMES: dict[str, float] = {}
+"""Where the last check's time went (the CLI prints it before a run): waiting for the
+process server (its torch import) and its clean-fork probe, then the check's own fork."""
 
 
 def _checks(backend: str, device: str, dtype: str) -> None:
@@ -47,20 +53,29 @@ def _probe(backend: str, device: str, dtype: str, out: str) -> None:
     os._exit(0)
 
 
-def _in_fork(backend: str, device: str, dtype: str) -> dict[str, str | None] | None:
-    """The verdict of a fork of the server, or None when it gave none (then check here)."""
+def _in_fork(backend: str, device: str, dtype: str,
+             abandon: threading.Event | None = None) -> dict[str, str | None] | None:
+    """The verdict of a fork of the server, or None when it gave none (then check here).
+    ``abandon`` set: end the fork and give no verdict (the command failed meanwhile)."""
     from engine import forked
 
+    t0 = time.perf_counter()
     if not (forked.STARTED_EARLY and forked.usable()):
         return None
+    t1 = time.perf_counter()
+    TIMES["process server ready"] = t1 - t0
     with tempfile.TemporaryDirectory(prefix="compilelab-check-") as tmp:
         out = os.path.join(tmp, "verdict.json")
         proc = forked.context().Process(target=_probe, args=(backend, device, dtype, out))
         proc.start()
-        proc.join(PROBE_TIMEOUT_S)
+        while proc.exitcode is None and time.perf_counter() - t1 < PROBE_TIMEOUT_S:
+            if abandon is not None and abandon.is_set():
+                break
+            proc.join(0.05)
         if proc.exitcode is None:
             proc.kill()
             proc.join(5)
+        TIMES["device check"] = time.perf_counter() - t1
         try:
             with open(out) as f:
                 return json.load(f)
@@ -68,9 +83,56 @@ def _in_fork(backend: str, device: str, dtype: str) -> dict[str, str | None] | N
             return None
 
 
+class _Early:
+    """A check started before the spec is validated, in a thread (it waits for the process
+    server, then for the fork's verdict), so that the CUDA context the fork creates overlaps
+    the CLI's own imports instead of following them (issue "time to answer")."""
+
+    def __init__(self, backend: str, device: str, dtype: str) -> None:
+        self.key = (backend, device, dtype)
+        self.stop = threading.Event()
+        self.verdict: dict[str, str | None] | None = None
+        self.thread = threading.Thread(target=self._work, daemon=True,
+                                       name="compilelab-device-check")
+        self.thread.start()
+
+    def _work(self) -> None:
+        with contextlib.suppress(Exception):  # no verdict: the check runs again in check()
+            self.verdict = _in_fork(*self.key, abandon=self.stop)
+
+
+_EARLY: _Early | None = None
+
+
+def start_early(backend: str, device: str, dtype: str) -> None:
+    """Begin the check of the arguments as typed; ``check`` uses its verdict when the spec's
+    normalised backend, device and dtype are the same (otherwise it checks those)."""
+    global _EARLY
+    abandon_early()
+    _EARLY = _Early(str(backend), str(device), str(dtype))
+
+
+def abandon_early() -> None:
+    """End an early check nobody will ask for (the command failed first)."""
+    global _EARLY
+    early, _EARLY = _EARLY, None
+    if early is not None:
+        early.stop.set()
+        early.thread.join(10)
+
+
 def check(backend: str, device: str, dtype: str) -> None:
     """Raise SpecError if ``backend`` is not registered or ``device`` cannot run ``dtype``."""
-    verdict = _in_fork(backend, device, dtype)
+    global _EARLY
+    early, _EARLY = _EARLY, None
+    verdict = None
+    if early is not None and early.key == (backend, device, dtype):
+        early.thread.join(PROBE_TIMEOUT_S + 60)
+        verdict = early.verdict
+    else:
+        if early is not None:
+            early.stop.set()
+        verdict = _in_fork(backend, device, dtype)
     if verdict is None:
         _checks(backend, device, dtype)
     elif verdict.get("error"):

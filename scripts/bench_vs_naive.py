@@ -60,6 +60,9 @@ def engine(args: argparse.Namespace, db: str) -> tuple[float, dict[tuple[str, st
     if out.returncode not in (0, 1):
         raise SystemExit(out.stderr[-3000:])
     run_id = out.stdout.strip().splitlines()[-1]
+    for line in out.stderr.splitlines():  # the CLI's time before the run's first process
+        if line.startswith("compilelab: before the run"):
+            print(f"engine run {run_id}: {line.split(': ', 1)[1]}", flush=True)
     shown = subprocess.run([sys.executable, "-m", "engine", "show", run_id, "--json", "--db", db],
                            cwd=ROOT, capture_output=True, text=True, check=True)
     text = subprocess.run([sys.executable, "-m", "engine", "show", run_id, "--db", db], cwd=ROOT,

@@ -63,7 +63,12 @@ def test_timing_is_alone_and_in_plan_order(seed: int, concurrency: int, slots: i
             compiling = [i for v, s, i in states if s == "compiling" and (v, i) != (j.variant,
                                                                                    j.index)]
             if j.index <= 1:  # a reported compile: within the slots, never beside unreported
-                assert sum(i <= 1 for i in compiling) + 1 <= slots
+                reported = [i for i in compiling if i <= 1]
+                if j.index == 0 or 0 in reported:  # first warm-cache ones: together
+                    assert len(reported) + 1 <= slots
+                else:  # ... once no cold compile runs or waits
+                    assert not [v for v, s, i in states if i == 0 and s == "compile_wait"
+                                and v != "eager"]
                 assert not [i for i in compiling if i >= 2]
                 assert "preparing" not in others  # nor beside a process preparing
             else:  # rule 5: unreported compiles never beside a reported one
@@ -71,6 +76,27 @@ def test_timing_is_alone_and_in_plan_order(seed: int, concurrency: int, slots: i
         if action == "start":
             assert "timing" not in others and "time_wait" not in others  # rule 3
             assert not [i for v, s, i in states if s == "compiling" and i <= 1 and v != "eager"]
+
+
+def test_cold_compiles_one_at_a_time_then_the_first_warm_ones_together() -> None:
+    """One reported compile at a time, except the first warm-cache ones, which run together
+    after the last cold one (max-autotune's alone); the further processes after those."""
+    jobs = plan(["eager", "default", "reduce-overhead", "max-autotune"], 4)
+    log = simulate(jobs, concurrency=16, compile_slots=1, seed=3)
+    steps: list[list[tuple[str, int]]] = []
+    for action, j, states in log:
+        if action != "compile":
+            continue
+        others = {(v, i) for v, s, i in states if s == "compiling" and (v, i) != (j.variant,
+                                                                                 j.index)}
+        if steps and others and set(steps[-1]) >= others:
+            steps[-1].append((j.variant, j.index))
+        else:
+            steps.append([(j.variant, j.index)])
+    assert steps[:4] == [[("default", 0)], [("reduce-overhead", 0)], [("max-autotune", 0)],
+                         [("default", 1), ("reduce-overhead", 1), ("max-autotune", 1)]]
+    assert sorted(x for step in steps[4:] for x in step) == sorted(
+        (v, i) for v in ("default", "reduce-overhead", "max-autotune") for i in (2, 3))
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -143,12 +169,18 @@ def test_unreported_compiles_run_together_but_never_beside_a_reported_one() -> N
     got = decide(jobs, concurrency=16, compile_slots=2)
     assert sorted((j.variant, j.index) for _, j in got) == [
         ("default", 2), ("default", 3), ("reduce-overhead", 2), ("reduce-overhead", 3)]
-    # a reported compile waiting for a slot holds back new unreported ones
-    jobs = plan(["eager", "default", "reduce-overhead", "pointwise"], 3)
+    # a reported compile waiting (here for an unreported one to end) holds back new
+    # unreported ones, so it is not starved
+    jobs = plan(["eager", "default", "reduce-overhead"], 4)
+    by = {(j.variant, j.index): j for j in jobs}
     for j in jobs:
         j.state = "time_wait" if j.index == 0 else "compile_wait"
+    by[("default", 1)].state = "time_wait"
+    by[("default", 2)].state = "compiling"
+    assert decide(jobs, concurrency=16, compile_slots=2) == []
+    by[("default", 2)].state = "time_wait"
     got = decide(jobs, concurrency=16, compile_slots=2)
-    assert [(j.variant, j.index) for _, j in got] == [("default", 1), ("reduce-overhead", 1)]
+    assert [(j.variant, j.index) for _, j in got] == [("reduce-overhead", 1)]
 
 
 def test_a_speculative_job_prepares_and_compiles_but_times_only_once_confirmed() -> None:
@@ -223,8 +255,9 @@ def test_a_settling_job_frees_its_compile_slot_but_holds_timing_and_autotuning()
     for v in ("default", "reduce-overhead", "max-autotune"):
         by[(v, 1)].state = "compile_wait"
     got = decide(jobs, concurrency=16, compile_slots=2)
-    assert [(a, j.variant, j.index) for a, j in got] == [
-        ("compile", "default", 1), ("compile", "reduce-overhead", 1)]
+    assert [(a, j.variant, j.index) for a, j in got] == [  # the first warm-cache ones together
+        ("compile", "default", 1), ("compile", "reduce-overhead", 1),
+        ("compile", "max-autotune", 1)]
 
 
 @pytest.mark.slow
