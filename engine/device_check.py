@@ -48,8 +48,9 @@ def _probe(backend: str, device: str, dtype: str, out: str) -> None:
         verdict = {"error": str(e), "field": e.field}
     except Exception as e:  # noqa: BLE001 - any other failure is the device's answer too
         verdict = {"error": f"device {device} cannot run {dtype}: {e}", "field": "dtype"}
-    with open(out, "w") as f:
+    with open(out + ".part", "w") as f:
         json.dump(verdict, f)
+    os.replace(out + ".part", out)  # whole, or not there: the caller reads it once it appears
     os._exit(0)
 
 
@@ -68,11 +69,13 @@ def _in_fork(backend: str, device: str, dtype: str,
         out = os.path.join(tmp, "verdict.json")
         proc = forked.context().Process(target=_probe, args=(backend, device, dtype, out))
         proc.start()
-        while proc.exitcode is None and time.perf_counter() - t1 < PROBE_TIMEOUT_S:
+        # the verdict, not the fork's end: its exit (a CUDA context's teardown) is not waited for
+        while (proc.exitcode is None and not os.path.exists(out)
+               and time.perf_counter() - t1 < PROBE_TIMEOUT_S):
             if abandon is not None and abandon.is_set():
                 break
-            proc.join(0.05)
-        if proc.exitcode is None:
+            proc.join(0.01)
+        if proc.exitcode is None and not os.path.exists(out):
             proc.kill()
             proc.join(5)
         TIMES["device check"] = time.perf_counter() - t1
