@@ -350,28 +350,6 @@ def check_backend(backend: str) -> None:
                         f"{', '.join(b for b in available if 'TESTING' not in b)}", "backend")
 
 
-def check_device_dtype(device: str, dtype: str) -> None:
-    """Is there such a device here, and can it run this dtype? (imports torch)"""
-    import torch
-
-    if device == "cuda" and not torch.cuda.is_available():
-        raise SpecError("device 'cuda' was requested but no CUDA GPU is visible here "
-                        "(torch.cuda.is_available() is False); use --device cpu", "device")
-    if device == "cuda" and dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
-        raise SpecError("this GPU cannot run bfloat16; use float16 or float32", "dtype")
-    if device == "cuda":
-        # float32 and float16 run on every GPU this torch supports, bfloat16 is asked above.
-        # A test tensor would create a CUDA context and a cuBLAS handle: 1.8 s before every
-        # run's first process on the H200 (issue "time to answer"); a device that still fails
-        # ends its variants with the error, each a result.
-        return
-    try:
-        t = torch.ones(4, 4, device=device, dtype=getattr(torch, dtype))
-        (t @ t).sum().item()
-    except Exception as e:
-        raise SpecError(f"device {device} cannot run {dtype}: {e}", "dtype") from None
-
-
 def check_registry_model(name: str, dims: dict[str, int]) -> None:
     """Does the library know this model, and (``hf:``) does its config take these dims? Imports
     the library but builds no weights, so a 7B shape is checked in a second."""

@@ -109,3 +109,35 @@ def test_run_starts_the_server_before_importing_storage() -> None:
     assert out["run"] == "2 [(False, False, False), (True, False, False)]", out
     assert out["bert"] == "2 [(False, False, True), (True, False, True)]", out
     assert out["queued"] == "2 []", out
+
+
+def test_a_gpu_is_checked_without_initialising_cuda(monkeypatch) -> None:
+    """bfloat16 from NVML's compute capability; torch's CUDA runtime only where NVML cannot
+    say; the device count through torch's NVML path (the variable restored after)."""
+    import torch
+
+    seen: list[str | None] = []
+    monkeypatch.delenv("PYTORCH_NVML_BASED_CUDA_CHECK", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available",
+                        lambda: seen.append(os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"))
+                        or True)
+    asked: list[bool] = []
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: asked.append(True) or False)
+    monkeypatch.setattr(device_check, "nvml_capability_major", lambda: 9)
+    device_check.check_device_dtype("cuda", "bfloat16")  # H200: no runtime asked
+    assert seen == ["1"] and not asked
+    assert "PYTORCH_NVML_BASED_CUDA_CHECK" not in os.environ
+    monkeypatch.setattr(device_check, "nvml_capability_major", lambda: 7)
+    with pytest.raises(device_check.SpecError, match="cannot run bfloat16"):
+        device_check.check_device_dtype("cuda", "bfloat16")
+    assert asked == [True]  # below 8: torch's own answer decides
+    monkeypatch.setattr(device_check, "nvml_capability_major", lambda: None)
+    device_check.check_device_dtype("cuda", "float16")  # float16: nothing more to ask
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(device_check.SpecError, match="no CUDA GPU"):
+        device_check.check_device_dtype("cuda", "float32")
+
+
+def test_nvml_is_not_asked_where_the_gpus_are_renumbered(monkeypatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert device_check.nvml_capability_major() is None
