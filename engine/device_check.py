@@ -24,95 +24,25 @@ import tempfile
 import threading
 import time
 
-from engine.spec import SpecError, check_backend
+from engine import device_probe
+from engine.device_probe import TORCH_BACKENDS  # noqa: F401  (tests ask this torch's list)
+from engine.spec import SpecError
 
-TORCH_BACKENDS = frozenset({"inductor", "eager", "aot_eager", "cudagraphs"})
 PROBE_TIMEOUT_S = 120.0
 TIMES: dict[str, float] = {}
 """Where the last check's time went (the CLI prints it before a run): waiting for the
 process server (its torch import) and its clean-fork probe, then the check's own fork."""
 
 
-def nvml_capability_major() -> int | None:
-    """The compute capability's major number of the first visible GPU, asked of NVML (the
-    driver's management library: no CUDA initialisation), or None where NVML cannot say or
-    the visible GPUs are renumbered (``CUDA_VISIBLE_DEVICES``; NVML numbers them all)."""
-    if os.environ.get("CUDA_VISIBLE_DEVICES") not in (None, "0"):
-        return None
-    try:
-        import ctypes
-
-        lib = ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:
-        return None
-    if lib.nvmlInit_v2() != 0:
-        return None
-    try:
-        handle, major, minor = ctypes.c_void_p(), ctypes.c_int(), ctypes.c_int()
-        if (lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0
-                or lib.nvmlDeviceGetCudaComputeCapability(handle, ctypes.byref(major),
-                                                          ctypes.byref(minor)) != 0):
-            return None
-        return int(major.value)
-    finally:
-        lib.nvmlShutdown()
-
-
 def check_device_dtype(device: str, dtype: str) -> None:
-    """Is there such a device here, and can it run this dtype? (imports torch)
-
-    On a GPU the questions go to NVML where it answers: initialising CUDA (``cuInit``, the
-    device's properties), let alone a test tensor's context and cuBLAS handle, took 1.4-1.9 s
-    before every run's first process on the H200 (issue "time to answer").  float32 and
-    float16 run on every GPU this torch supports; bfloat16 natively from compute capability 8
-    (torch's own ``is_bf16_supported`` is asked below that, or where NVML cannot say).  A
-    device that still fails ends its variants with the error, each a result."""
-    import torch
-
-    if device == "cuda":
-        before = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")
-        os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"  # torch's own NVML device count
-        try:
-            available = torch.cuda.is_available()
-        finally:
-            if before is None:
-                del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
-            else:
-                os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = before
-        if not available:
-            raise SpecError("device 'cuda' was requested but no CUDA GPU is visible here "
-                            "(torch.cuda.is_available() is False); use --device cpu", "device")
-        major = nvml_capability_major() if dtype == "bfloat16" else None
-        if dtype == "bfloat16" and not (major is not None and major >= 8
-                                         or torch.cuda.is_bf16_supported()):
-            raise SpecError("this GPU cannot run bfloat16; use float16 or float32", "dtype")
-        return
-    try:
-        t = torch.ones(4, 4, device=device, dtype=getattr(torch, dtype))
-        (t @ t).sum().item()
-    except Exception as e:
-        raise SpecError(f"device {device} cannot run {dtype}: {e}", "dtype") from None
+    """Raise SpecError if there is no such device here or it cannot run ``dtype``."""
+    if found := device_probe.device_problem(device, dtype):
+        raise SpecError(*found)
 
 
 def _checks(backend: str, device: str, dtype: str) -> None:
-    if backend not in TORCH_BACKENDS:
-        check_backend(backend)
-    check_device_dtype(device, dtype)
-
-
-def _probe(backend: str, device: str, dtype: str, out: str) -> None:
-    """Runs in a fork of the server: the checks, then the verdict to ``out`` (never returns)."""
-    verdict: dict[str, str | None] = {}
-    try:
-        _checks(backend, device, dtype)
-    except SpecError as e:
-        verdict = {"error": str(e), "field": e.field}
-    except Exception as e:  # noqa: BLE001 - any other failure is the device's answer too
-        verdict = {"error": f"device {device} cannot run {dtype}: {e}", "field": "dtype"}
-    with open(out + ".part", "w") as f:
-        json.dump(verdict, f)
-    os.replace(out + ".part", out)  # whole, or not there: the caller reads it once it appears
-    os._exit(0)
+    if found := device_probe.problem(backend, device, dtype):
+        raise SpecError(*found)
 
 
 def _in_fork(backend: str, device: str, dtype: str,
@@ -128,7 +58,8 @@ def _in_fork(backend: str, device: str, dtype: str,
     TIMES["process server ready"] = t1 - t0
     with tempfile.TemporaryDirectory(prefix="compilelab-check-") as tmp:
         out = os.path.join(tmp, "verdict.json")
-        proc = forked.context().Process(target=_probe, args=(backend, device, dtype, out))
+        proc = forked.context().Process(target=device_probe.probe,
+                                         args=(backend, device, dtype, out))
         proc.start()
         # the verdict, not the fork's end: its exit (a CUDA context's teardown) is not waited for
         while (proc.exitcode is None and not os.path.exists(out)

@@ -340,16 +340,6 @@ def _check_step(spec: dict[str, Any]) -> None:
                         f"warmup_calls ({spec['warmup_calls']})", "accuracy_steps")
 
 
-def check_backend(backend: str) -> None:
-    """Is ``backend`` registered with torch.compile here? (imports torch)"""
-    import torch._dynamo
-
-    available = torch._dynamo.list_backends(exclude_tags=())
-    if backend not in available:
-        raise SpecError(f"unknown backend {_show(backend)}; this torch has: "
-                        f"{', '.join(b for b in available if 'TESTING' not in b)}", "backend")
-
-
 def check_registry_model(name: str, dims: dict[str, int]) -> None:
     """Does the library know this model, and (``hf:``) does its config take these dims? Imports
     the library but builds no weights, so a 7B shape is checked in a second."""

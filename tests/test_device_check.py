@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import device_check, forked
+from engine import device_check, device_probe, forked
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,15 +123,15 @@ def test_a_gpu_is_checked_without_initialising_cuda(monkeypatch) -> None:
                         or True)
     asked: list[bool] = []
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: asked.append(True) or False)
-    monkeypatch.setattr(device_check, "nvml_capability_major", lambda: 9)
+    monkeypatch.setattr(device_probe, "nvml_capability_major", lambda: 9)
     device_check.check_device_dtype("cuda", "bfloat16")  # H200: no runtime asked
     assert seen == ["1"] and not asked
     assert "PYTORCH_NVML_BASED_CUDA_CHECK" not in os.environ
-    monkeypatch.setattr(device_check, "nvml_capability_major", lambda: 7)
+    monkeypatch.setattr(device_probe, "nvml_capability_major", lambda: 7)
     with pytest.raises(device_check.SpecError, match="cannot run bfloat16"):
         device_check.check_device_dtype("cuda", "bfloat16")
     assert asked == [True]  # below 8: torch's own answer decides
-    monkeypatch.setattr(device_check, "nvml_capability_major", lambda: None)
+    monkeypatch.setattr(device_probe, "nvml_capability_major", lambda: None)
     device_check.check_device_dtype("cuda", "float16")  # float16: nothing more to ask
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(device_check.SpecError, match="no CUDA GPU"):
@@ -140,4 +140,4 @@ def test_a_gpu_is_checked_without_initialising_cuda(monkeypatch) -> None:
 
 def test_nvml_is_not_asked_where_the_gpus_are_renumbered(monkeypatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    assert device_check.nvml_capability_major() is None
+    assert device_probe.nvml_capability_major() is None
