@@ -25,8 +25,9 @@ import threading
 import time
 
 from engine import device_probe
+from engine.catalogue import ALL_DTYPES
 from engine.device_probe import TORCH_BACKENDS  # noqa: F401  (tests ask this torch's list)
-from engine.spec import SpecError
+from engine.spec import DEVICES, SpecError
 
 PROBE_TIMEOUT_S = 120.0
 TIMES: dict[str, float] = {}
@@ -101,10 +102,14 @@ _EARLY: _Early | None = None
 
 def start_early(backend: str, device: str, dtype: str) -> None:
     """Begin the check of the arguments as typed; ``check`` uses its verdict when the spec's
-    normalised backend, device and dtype are the same (otherwise it checks those)."""
+    normalised backend, device and dtype are the same (otherwise it checks those).  Only
+    values the spec could accept are sent ahead (the spec validates them all anyway)."""
     global _EARLY
     abandon_early()
-    _EARLY = _Early(str(backend), str(device), str(dtype))
+    if not (device in DEVICES and dtype in ALL_DTYPES and isinstance(backend, str)
+            and backend.isidentifier() and len(backend) <= 64):
+        return
+    _EARLY = _Early(backend, device, dtype)
 
 
 def abandon_early() -> None:
