@@ -346,10 +346,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                         "run: add --queue (a run measured here uses this machine)", "require_gpu")
     if not args.queue:  # measured here: the process server starts while we check the spec
         _start_server_early(args)
-        from engine import device_check
-
-        # the arguments as typed; used where the normalised spec says the same
-        device_check.start_early(args.backend, args.device, args.dtype)
         import engine.execute  # noqa: F401  (numpy, scipy: 1.5 s, beside the server's start)
         marks.append(("engine imports", process_age_s()))
     dims, sweep = _parse_dims(args.dim)
@@ -373,12 +369,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "require_gpu": args.require_gpu, "require_torch": args.require_torch,
     }
     # The local user typed this command, file and module references included.
-    try:
-        spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)
-    finally:
-        from engine import device_check
-
-        device_check.abandon_early()  # bad input found before the device check was asked
+    spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)
     marks.append(("spec and device check", process_age_s()))
     from storage import open_database, queue
 

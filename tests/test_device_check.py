@@ -141,27 +141,3 @@ def test_a_gpu_is_checked_without_initialising_cuda(monkeypatch) -> None:
 def test_nvml_is_not_asked_where_the_gpus_are_renumbered(monkeypatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     assert device_probe.nvml_capability_major() is None
-
-
-def test_the_early_check_is_used_only_for_the_spec_it_checked(monkeypatch) -> None:
-    """Started from the arguments as typed (only values the spec could accept), its verdict
-    counts only when the normalised spec asks the same; otherwise the spec's values are checked
-    and the early one is told to stop."""
-    calls: list[tuple[str, str, str]] = []
-
-    def fake(backend, device, dtype, abandon=None):
-        calls.append((backend, device, dtype))
-        return {"error": f"{device} says no", "field": "device"} if device == "cuda" else {}
-
-    monkeypatch.setattr(device_check, "_in_fork", fake)
-    device_check.start_early("inductor", "cpu", "manual_seed")  # not a dtype: nothing sent
-    assert device_check._EARLY is None
-    device_check.start_early("inductor", "cuda", "float32")
-    device_check._EARLY.thread.join(5)
-    with pytest.raises(device_check.SpecError, match="cuda says no"):
-        device_check.check("inductor", "cuda", "float32")  # the early verdict
-    assert calls == [("inductor", "cuda", "float32")]
-    device_check.start_early("inductor", "cuda", "float32")
-    device_check._EARLY.thread.join(5)
-    device_check.check("inductor", "cpu", "float32")  # another spec: checked itself
-    assert calls[-1] == ("inductor", "cpu", "float32") and device_check._EARLY is None
