@@ -11,7 +11,7 @@ process could start (issue "time to answer": 8 s of a 12 s eager-only run there)
 * Where the CLI has already started the preloaded process server (``forked.STARTED_EARLY``),
   the checks run in a throwaway fork of it, which holds torch already; its verdict comes back
   in a file.  The server itself stays clean (no compiler, no CUDA context): only the fork
-  imports dynamo or creates a context, and it exits.  Anywhere else (scripts, no fork server,
+  imports dynamo (for a backend torch does not register itself), and it exits.  Anywhere else (scripts, no fork server,
   a fork that does not answer) the checks run here as before.  The fork's code is
   ``engine.device_probe``, which imports only torch (importing this module, and through it
   ``engine.spec``, ``storage`` and SQLAlchemy, was most of the fork's 1.4-2.3 s on the H200).
@@ -25,19 +25,12 @@ import tempfile
 import time
 
 from engine import device_probe
-from engine.device_probe import TORCH_BACKENDS  # noqa: F401  (tests ask this torch's list)
 from engine.spec import SpecError
 
 PROBE_TIMEOUT_S = 120.0
 TIMES: dict[str, float] = {}
 """Where the last check's time went (the CLI prints it before a run): waiting for the
 process server (its torch import) and its clean-fork probe, then the check's own fork."""
-
-
-def check_device_dtype(device: str, dtype: str) -> None:
-    """Raise SpecError if there is no such device here or it cannot run ``dtype``."""
-    if found := device_probe.device_problem(device, dtype):
-        raise SpecError(*found)
 
 
 def _checks(backend: str, device: str, dtype: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import device_check, device_probe, forked
+from engine import device_probe, forked
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_backends_taken_on_trust_are_registered_by_this_torch() -> None:
     import torch._dynamo
 
-    assert set(torch._dynamo.list_backends(exclude_tags=())) >= device_check.TORCH_BACKENDS
+    assert set(torch._dynamo.list_backends(exclude_tags=())) >= device_probe.TORCH_BACKENDS
 
 
 def test_libraries_are_preloaded_unless_the_model_is_a_builtin_needing_none() -> None:
@@ -124,18 +124,17 @@ def test_a_gpu_is_checked_without_initialising_cuda(monkeypatch) -> None:
     asked: list[bool] = []
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: asked.append(True) or False)
     monkeypatch.setattr(device_probe, "nvml_capability_major", lambda: 9)
-    device_check.check_device_dtype("cuda", "bfloat16")  # H200: no runtime asked
+    assert device_probe.device_problem("cuda", "bfloat16") is None  # H200: no runtime asked
     assert seen == ["1"] and not asked
     assert "PYTORCH_NVML_BASED_CUDA_CHECK" not in os.environ
     monkeypatch.setattr(device_probe, "nvml_capability_major", lambda: 7)
-    with pytest.raises(device_check.SpecError, match="cannot run bfloat16"):
-        device_check.check_device_dtype("cuda", "bfloat16")
+    assert "cannot run bfloat16" in device_probe.device_problem("cuda", "bfloat16")[0]
     assert asked == [True]  # below 8: torch's own answer decides
     monkeypatch.setattr(device_probe, "nvml_capability_major", lambda: None)
-    device_check.check_device_dtype("cuda", "float16")  # float16: nothing more to ask
+    assert device_probe.device_problem("cuda", "float16") is None  # nothing more to ask
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(device_check.SpecError, match="no CUDA GPU"):
-        device_check.check_device_dtype("cuda", "float32")
+    message, field = device_probe.device_problem("cuda", "float32")
+    assert "no CUDA GPU" in message and field == "device"
 
 
 def test_nvml_is_not_asked_where_the_gpus_are_renumbered(monkeypatch) -> None:
