@@ -155,10 +155,11 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int
                 return [("compile", j)]
             continue
         if j.reported:
-            # warm-cache ones together, once every cold one has compiled (rule 4)
-            warm_together = j.index == 1 and not cold_reported and not cold_waiting
-            if ((reported < compile_slots or warm_together) and not unreported
-                    and not preparing and not (j.index == 1 and cold_waiting)):
+            # the first warm-cache ones wait for every cold one, then go together (rule 4)
+            warm = j.index == 1
+            free = (reported < compile_slots or warm and not cold_reported) and not (
+                warm and cold_waiting)
+            if free and not unreported and not preparing:
                 actions.append(("compile", j))
                 reported += 1
                 cold_reported += j.index == 0
