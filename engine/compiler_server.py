@@ -1,14 +1,16 @@
 """A second preloaded process server, for the measuring processes whose first call nobody
-reports: torch **and the compiler** imported, CUDA not initialised.
+reports: torch **and the whole compiler** imported, CUDA not initialised.
 
-Processes from index 2 on of a compiled variant (``schedule.Job.reported`` is false) are
-further measuring processes: their first call is a warm-cache compile that the product does not
-report, so their process may start with dynamo and inductor already imported (the issue allows
-a preloaded process to hold torch but not the compiler only for the compiles it reports).  On
-the H200 host the seed-MLP run forked 16 processes that all imported the compiler at once:
-6-7 s each under that contention, 88 CPU-seconds, and every reported compile had to wait for
-them (a compile beside them reads slow).  Forked from this server, the nine further processes
-skip that import, so the preparation ends sooner.
+The plain server (engine/forked.py) holds torch and the model libraries (and, only with
+``COMPILELAB_PRELOAD_COMPILE=1``, what ``torch.compile(model)`` imports), and nothing that a
+first compiled call imports, because its forks' first calls are the cold and warm compiles the
+product reports.  Processes from index 2 on of a compiled variant
+(``schedule.Job.reported`` is false) are further measuring processes: their first call is a
+warm-cache compile that the product does not report, so their process may also hold what that
+call imports (the rest of inductor's compile path, Triton, CUDA-graph trees:
+``engine.preload_compiler``).  On the H200 host the seed-MLP run forked 16 processes that all
+imported the compiler at once: 6-7 s each under that contention, 88 CPU-seconds, and every
+reported compile had to wait for them (a compile beside them reads slow).
 
 The server is ``multiprocessing``'s fork server, a second instance (the first, plain one is
 ``engine.forked``'s): a ``Process`` subclass whose ``Popen`` connects to this instance
@@ -24,7 +26,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import sys
 import tempfile
 import time
 from multiprocessing import forkserver, popen_forkserver
@@ -44,10 +45,17 @@ def preloads(libraries: bool = True) -> list[str]:
     return [*base[:-1], "engine.preload_compiler", base[-1]]
 
 
+def wanted() -> bool:
+    """``COMPILELAB_COMPILER_SERVER=0`` leaves this server out: the further processes fork from
+    the plain server and import the rest of the compiler in their own (unreported) first call."""
+    return os.environ.get("COMPILELAB_COMPILER_SERVER", "1").strip().lower() not in (
+        "0", "false", "no")
+
+
 def start(libraries: bool = True) -> None:
     """Start the server now without waiting for its imports (a later fork waits for them)."""
     global _SERVER, _READY, _STARTED_AT
-    if _SERVER is not None or not forked.enabled():
+    if _SERVER is not None or not forked.enabled() or not wanted():
         return
     fd, ready = tempfile.mkstemp(prefix="compilelab-compiler-server-", suffix=".ready")
     os.close(fd)
@@ -130,12 +138,3 @@ def usable() -> bool:
     importing would hold the runner until it is done, so until then further processes fork
     from the plain server."""
     return _SERVER is not None and bool(_READY) and os.path.exists(_READY)
-
-
-def after_fork(env: dict[str, str]) -> None:
-    """In a fork of this server: settings inductor read from the environment at its import
-    (in the server, without this process's variables) are set again from ``env``."""
-    threads = env.get("TORCHINDUCTOR_COMPILE_THREADS")
-    if threads and "torch._inductor.config" in sys.modules:
-        with contextlib.suppress(Exception):
-            sys.modules["torch._inductor.config"].compile_threads = int(threads)

@@ -3,16 +3,18 @@
 Every measuring child used to be a fresh ``python -m engine.child``: about 3.5 s of each
 process on the H200 host went to importing torch before anything was measured, eleven times in a
 BERT run.  ``multiprocessing``'s fork server imports ``engine.child`` (and so torch) once; each
-child is then a fork of that process.  What the fork gets is exactly what the issue allows a
-preloaded process to hold: torch imported, **CUDA not initialised** (the server never touches
-the device, so each child creates its own context) and **the compiler not imported**
-(``torch._dynamo``/``torch._inductor`` load in the child, inside its setup and first call, as in
-a user's fresh process; ``preloaded_ok`` checks it).
+child is then a fork of that process.  What the fork gets is what a user's script holds just
+before its first compiled call, and nothing that call imports: torch, the model libraries, and
+only with ``COMPILELAB_PRELOAD_COMPILE=1`` what ``compiled = torch.compile(model)`` imports
+(``engine.preload_compile``, which says why it is off by default), with
+**CUDA not initialised** (the server never touches the device, so each child creates its own
+context) and **nothing compiled** (``preloaded_ok`` checks both).  The first compiled call, the
+cold compile the product reports, still imports the rest of the compiler and compiles, as in a
+user's fresh process.
 
-``engine.preload_libs`` also imports model libraries that are installed and that do not import
-the compiler (transformers: about 5-8 s of every BERT process's setup on the H200 host, where
-``import transformers`` leaves ``torch._dynamo`` unloaded, as checked there on 2026-12-03), but
-only for a run whose model may need one (``wants_libraries``): for the seed MLP that import
+``engine.preload_libs`` also imports model libraries that are installed (transformers: about
+5-8 s of every BERT process's setup on the H200 host), but only for a run whose model may need
+one (``wants_libraries``): for the seed MLP that import
 would only delay the server, and so the run's first child.
 
 A forked child behaves like the old one: its own session and process group (``os.setsid``),
@@ -50,9 +52,10 @@ def enabled() -> bool:
 
 
 def preloads(libraries: bool = True) -> list[str]:
-    """The server's preloads: the child (and so torch), the model libraries if asked, and last
-    the module that makes the server skip its teardown."""
-    return ["engine.child", *(["engine.preload_libs"] if libraries else []), "engine.preload"]
+    """The server's preloads: the child (and so torch), the model libraries if asked, what
+    ``torch.compile`` imports, and last the module that makes the server skip its teardown."""
+    return ["engine.child", *(["engine.preload_libs"] if libraries else []),
+            "engine.preload_compile", "engine.preload"]
 
 
 def wants_libraries(model: str) -> bool:
@@ -113,28 +116,52 @@ def start_for_argv(argv: list[str]) -> None:
     start_early(libraries=model is None or wants_libraries(model))
 
 
+def stop_servers() -> None:
+    """End this process's process servers now (the CLI calls it as it exits).  A server still
+    importing when the command ends (a refused argument, a queued run) would otherwise hold the
+    command's stdout and stderr open until its imports are done (4-6 s on the 2-core host),
+    keeping a caller that reads them to the end waiting; an idle one ends by itself.  Call only
+    when none of its measuring children is alive: they die with it."""
+    from multiprocessing import forkserver
+
+    from engine import compiler_server
+
+    servers = [getattr(forkserver._forkserver, "_forkserver_pid", None),
+               getattr(compiler_server._SERVER, "_forkserver_pid", None)]
+    for pid in filter(None, servers):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def preloaded_ok() -> bool:
-    """In the server (and so in a fresh fork): torch imported, compiler and CUDA not."""
+    """In the server (and so in a fresh fork): nothing compiled, no CUDA context."""
+    return _problem_code() == 0
+
+
+def _problem_code() -> int:
+    """0, or why a fork of this server would not start where a user's first compiled call does
+    (``PROBLEMS``): a compile ran here (its caches and counters would carry into every fork), or
+    CUDA is initialised (a fork could not use the GPU)."""
     import torch
 
-    return ("torch._dynamo" not in sys.modules and "torch._inductor" not in sys.modules
-            and not torch.cuda.is_initialized())
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    if dynamo is not None and any(dynamo.counters.get("frames", {}).values()):
+        return 3
+    if torch.cuda.is_initialized() or getattr(torch.cuda, "_is_in_bad_fork", bool)():
+        return 5
+    return 0
 
 
 def process_name(variant: str) -> str:
     return (NAME_PREFIX + variant)[:15]
 
 
-PROBLEMS = {0: "", 3: "torch._dynamo is imported", 4: "torch._inductor is imported",
-            5: "CUDA is initialised", None: "the probe did not finish in 120 s"}
+PROBLEMS = {0: "", 3: "a compile ran in the server", 5: "CUDA is initialised",
+            None: "the probe did not finish in 120 s"}
 
 
 def _probe() -> None:
-    import torch
-
-    code = (3 if "torch._dynamo" in sys.modules else 4 if "torch._inductor" in sys.modules
-            else 5 if torch.cuda.is_initialized() else 0)
-    os._exit(code)
+    os._exit(_problem_code())
 
 
 def fork_is_clean() -> bool:
@@ -154,9 +181,8 @@ _USABLE: bool | None = None
 
 
 def usable() -> bool:
-    """Enabled, and a fork from this server really starts without the compiler or a CUDA
-    context (checked once per process: a model library that imports dynamo would otherwise
-    take the compiler's import out of every cold compile). Otherwise children start cold."""
+    """Enabled, and a fork from this server really starts with nothing compiled and no CUDA
+    context (checked once per process).  Otherwise children start cold."""
     global _USABLE
     if _USABLE is None:
         global PROBLEM
@@ -169,6 +195,15 @@ def usable() -> bool:
             print(f"compilelab: the preloaded process server is not clean ({PROBLEM}); "
                   "starting each measuring child cold instead", file=sys.stderr)
     return _USABLE
+
+
+def _reapply_env(env: dict[str, str]) -> None:
+    """In a fork: settings inductor read from the environment at its import (in the server,
+    without this process's variables) are set again from ``env``; the rest it reads at use."""
+    threads = env.get("TORCHINDUCTOR_COMPILE_THREADS")
+    if threads and "torch._inductor.config" in sys.modules:
+        with contextlib.suppress(Exception):
+            sys.modules["torch._inductor.config"].compile_threads = int(threads)
 
 
 def _child_main(argv: list[str], env: dict[str, str], stdout: str, stderr: str,
@@ -186,10 +221,7 @@ def _child_main(argv: list[str], env: dict[str, str], stdout: str, stderr: str,
         f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(f, fd)
         os.close(f)
-    if compiler:  # forked from the compiler server (engine/compiler_server.py)
-        from engine import compiler_server
-
-        compiler_server.after_fork(env)
+    _reapply_env(env)
     from engine import child
 
     # Setup time counts from this process's start; its imports were done by the server.

@@ -1,7 +1,6 @@
 """Imported by the compiler server (engine/compiler_server.py) after ``engine.child``: the
-compiler's modules that a first compiled call would otherwise import (dynamo, AOTAutograd,
-inductor's compile path and CUDA-graph trees), without initialising CUDA.  Only processes whose
-first call nobody reports are forked from that server.
+compiler's modules that ``torch.compile`` and a first compiled call would otherwise import
+(dynamo, AOTAutograd, inductor's compile path and CUDA-graph trees), without initialising CUDA.  Only processes whose first call nobody reports are forked from that server.
 
 A fork of a process that asked the CUDA runtime for its device count cannot use CUDA ("Cannot
 re-initialize CUDA in forked subprocess": torch marks such forks bad), and importing inductor

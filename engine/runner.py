@@ -232,7 +232,8 @@ def run_variants(
             results[v]["process_errors"] = list(failed[v])
             results[v]["stop_reason"] = "a measuring process failed"
         done_count[v] += 1
-        on_result(_with_stats(results[v], eager_first["ms"]))
+        current = _with_stats(results[v], eager_first["ms"])
+        on_result(current)
         if v not in active:
             return
         planned = sum(j.variant == v and j.state != "dropped" and not j.speculative
@@ -241,7 +242,7 @@ def run_variants(
             return
         if done_count[v] >= k_min and not extra_since:
             extra_since.append(time.monotonic())
-        now_stats = _with_stats(results[v], eager_first["ms"])["stats"]
+        now_stats = current["stats"]
         half = stats.rel_halfwidth(now_stats.get("speedup_ci_low"), now_stats.get("speedup_ci_high"))
         reason = stats.stop_reason(half, done_count[v], min_processes=k_min,
                                    max_processes=k_max,

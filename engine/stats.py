@@ -53,6 +53,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from engine import stats_cache
+
 NOISE_THRESHOLD = 0.10
 """IQR / median above which a series is flagged noisy."""
 
@@ -222,7 +224,7 @@ def hierarchical_speedup(processes: Sequence[ProcessRounds], *, ci: float = 0.95
     rng = np.random.default_rng(seed)
     k = len(processes)
     r = np.array([p.log_ratio() for p in processes])
-    within = np.stack([p.boot_log_ratios(n_boot, rng) for p in processes])  # (k, n_boot)
+    within = stats_cache.within_rows(processes, n_boot, rng, seed)  # (k, n_boot)
     w_sd = within.std(axis=1, ddof=1)
     est = float(r.mean())
     alpha = (1.0 - ci) / 2.0
