@@ -39,6 +39,7 @@ from engine import (  # noqa: E402
     losttime,
     pipeline_k,
     roofline,
+    run_share,
     shape_mix,
     signals,
     startup,
@@ -484,13 +485,15 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             profiling = clock.phase("profile")
             profiling.__enter__()
             if run.get("profile", True):  # the spec can skip the profiler pass
-                res.update(signals.profile_calls(fn, 10, device.startswith("cuda")))
-                if not is_eager:
-                    eager_prof = signals.profile_calls(eager, 10, device.startswith("cuda"))
-                    res["eager_kernels_per_call"] = eager_prof["kernels_per_call"]
-                    res["eager_device_busy_ms_per_call"] = eager_prof["device_busy_ms_per_call"]
-                else:
-                    res["eager_device_busy_ms_per_call"] = res.get("device_busy_ms_per_call")
+                cuda = device.startswith("cuda")
+                # eager's figures: profiled once per run, by the first process that needs
+                # them (eager's own, which times first), and read by the others (run_share)
+                eager_prof = run_share.once("eager_profile",
+                                            lambda: signals.profile_calls(eager, 10, cuda),
+                                            run_share.eager_profile_ok)
+                res.update(eager_prof if is_eager else signals.profile_calls(fn, 10, cuda))
+                res["eager_kernels_per_call"] = eager_prof["kernels_per_call"]
+                res["eager_device_busy_ms_per_call"] = eager_prof["device_busy_ms_per_call"]
                 # FLOPs / bytes per call against the GPU's ceilings (engine/roofline.py)
                 res["roofline"] = ({"deferred": roofline.DEFERRED}
                                    if roofline.deferred(run, variant, device) else
@@ -504,8 +507,9 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 res["graph_count"] = counts.get("graph_count")
                 lost = (losttime.LostTime(fn, device.startswith("cuda"))
                         if run.get("profile", True) else None)  # before explain resets dynamo
-                explained = signals.explain_breaks(  # resets dynamo: keep last
-                    *(train.explain_target() if train else (model, inputs)))
+                target = train.explain_target() if train else (model, inputs)
+                explained = run_share.once(  # once per run; resets dynamo: keep last
+                    "explain", lambda: signals.explain_breaks(*target), run_share.explained_ok)
                 res["graph_breaks"] = explained["graph_breaks"]
                 res["graph_break_count"] = max(explained["graph_break_count"],
                                                counts.get("graph_break_total", 0))

@@ -93,6 +93,7 @@ class ChildProcess:
             TORCHINDUCTOR_CACHE_DIR=str(cache_dir),
             TRITON_CACHE_DIR=str(cache_dir / "triton"),
             COMPILELAB_PROGRESS=str(self.progress_path),
+            COMPILELAB_RUN_DIR=str(workdir),  # facts computed once per run (engine/run_share)
             PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")])),
             PYTHONUNBUFFERED="1",
         )

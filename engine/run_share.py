@@ -1,0 +1,69 @@
+"""Facts that every measuring process of a run would compute alike, computed once per run.
+
+Each compiled variant's cold process used to trace the model with ``torch._dynamo.explain``
+for its graph-break report, and to profile eager for its kernels and device time per call,
+inside its timing slot, when nothing else may run (issue "time to answer": on the H200 the
+profiling part of a BERT-base run's slots took 5.4-6.4 s, 2.5-2.8 s in each compiled cold
+process).  Neither depends on the variant: ``explain`` takes the model and inputs only (no
+mode, no options), and eager is the same model on the same inputs in every process.  So the
+first process that needs one computes it and leaves it in the run's work folder
+(``COMPILELAB_RUN_DIR``, the runner's private temporary folder), and a later process reads it
+instead of computing it again.  Processes time one after another in plan order (eager first),
+so the later ones find it; a process that finds nothing usable (the first one failed, or a
+child started by hand) computes it itself, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ENV = "COMPILELAB_RUN_DIR"
+NAMES = ("explain", "eager_profile")
+
+
+def _path(name: str) -> Path | None:
+    if name not in NAMES:
+        raise ValueError(f"unknown shared fact {name!r}")
+    folder = os.environ.get(ENV)
+    return Path(folder) / f"{name}.json" if folder else None
+
+
+def once(name: str, compute: Callable[[], dict[str, Any]],
+         valid: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The run's ``name``: read if an earlier process left one that ``valid`` accepts, else
+    ``compute()``-d here and left for the later ones (written whole, renamed into place)."""
+    path = _path(name)
+    if path is not None:
+        try:
+            found = json.loads(path.read_text())
+            if isinstance(found, dict) and valid(found):
+                return found
+        except (OSError, ValueError):
+            pass
+    value = compute()
+    if path is not None:
+        try:
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(value, default=str))
+            os.replace(tmp, path)
+        except OSError:  # the next process computes it again
+            pass
+    return value
+
+
+def explained_ok(found: dict[str, Any]) -> bool:
+    """The shape ``engine.signals.explain_breaks`` returns."""
+    breaks = found.get("graph_breaks")
+    return (isinstance(found.get("graph_count"), int)
+            and isinstance(found.get("graph_break_count"), int)
+            and isinstance(breaks, list) and all(isinstance(b, dict) for b in breaks))
+
+
+def eager_profile_ok(found: dict[str, Any]) -> bool:
+    """The two figures of ``engine.signals.profile_calls``, numbers or None."""
+    return all(k in found and (found[k] is None or isinstance(found[k], int | float))
+               for k in ("kernels_per_call", "device_busy_ms_per_call"))

@@ -1,0 +1,91 @@
+"""engine/run_share.py: facts every measuring process of a run would compute alike (the
+graph-break trace, eager's profile) are computed by the first process and read by the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import run_share
+
+ROOT = Path(__file__).resolve().parents[1]
+BREAKS = {"graph_count": 2, "graph_break_count": 1,
+          "graph_breaks": [{"reason": "print", "file": "m.py", "line": 3, "count": 1}]}
+
+
+def test_the_first_computes_and_leaves_it_the_next_reads_it(tmp_path, monkeypatch):
+    monkeypatch.setenv(run_share.ENV, str(tmp_path))
+    calls = []
+    first = run_share.once("explain", lambda: calls.append(1) or BREAKS, run_share.explained_ok)
+    again = run_share.once("explain", lambda: calls.append(1) or {}, run_share.explained_ok)
+    assert first == again == BREAKS and calls == [1]
+    assert json.loads((tmp_path / "explain.json").read_text()) == BREAKS
+    assert [p.name for p in tmp_path.iterdir()] == ["explain.json"]  # no temporary left
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", json.dumps({"graph_count": "2"}),
+                                     json.dumps({**BREAKS, "graph_breaks": ["x"]})])
+def test_a_damaged_file_is_computed_again(tmp_path, monkeypatch, content):
+    monkeypatch.setenv(run_share.ENV, str(tmp_path))
+    (tmp_path / "explain.json").write_text(content)
+    assert run_share.once("explain", lambda: BREAKS, run_share.explained_ok) == BREAKS
+
+
+def test_without_a_run_folder_each_process_computes_its_own(monkeypatch):
+    monkeypatch.delenv(run_share.ENV, raising=False)
+    calls = []
+    for _ in range(2):
+        run_share.once("eager_profile", lambda: calls.append(1) or {
+            "kernels_per_call": 3.0, "device_busy_ms_per_call": None}, run_share.eager_profile_ok)
+    assert calls == [1, 1]
+
+
+def test_only_known_facts_are_shared():
+    with pytest.raises(ValueError):
+        run_share.once("../../etc/passwd", dict, lambda d: True)
+    assert not run_share.eager_profile_ok({"kernels_per_call": "3"})
+    assert run_share.eager_profile_ok({"kernels_per_call": None, "device_busy_ms_per_call": 0.5})
+
+
+CHILD = """
+import json, sys
+from engine.child import Progress, measure
+from engine.spec import normalise
+variant = sys.argv[1]
+run = normalise({"model": "graph_breaks", "variants": ["eager", "default", "default@dyn=1"],
+                 "dims": {"batch": 2, "hidden": 16}, "device": "cpu", "warmup_calls": 3,
+                 "min_samples": 3, "min_time_s": 0.0, "max_time_s": 0.2, "pipeline_k": 2,
+                 "backend": "eager"})
+res = measure({"run": run, "variant": variant, "phase": "cold"}, Progress(None))
+print(json.dumps({k: res.get(k) for k in ("status", "graph_breaks", "graph_break_count")}))
+"""
+
+
+def _child(variant: str, run_dir: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), run_share.ENV: str(run_dir),
+           "TORCHINDUCTOR_CACHE_DIR": str(run_dir / f"cache-{variant}")}
+    p = subprocess.run([sys.executable, "-c", CHILD, variant], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["status"] == "ok", out
+    return out
+
+
+@pytest.mark.slow  # two measuring children (backend "eager": no compile), ~30 s here
+def test_the_second_compiled_variant_reads_the_first_ones_break_trace(tmp_path):
+    first = _child("default", tmp_path)
+    assert first["graph_break_count"] == 3 and len(first["graph_breaks"]) == 3
+    shared = json.loads((tmp_path / "explain.json").read_text())
+    assert shared["graph_breaks"] == first["graph_breaks"]
+    # mark the left trace: the next process must report it as read, not trace again
+    shared["graph_breaks"][0]["reason"] = "MARK " + shared["graph_breaks"][0]["reason"]
+    (tmp_path / "explain.json").write_text(json.dumps(shared))
+    second = _child("default@dyn=1", tmp_path)
+    assert second["graph_breaks"] == shared["graph_breaks"]
+    assert second["graph_break_count"] == 3  # its own dynamo counters agree
