@@ -13,7 +13,7 @@ except BrokenPipeError:
     # do; what is left in the buffer goes nowhere instead of raising again at exit
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     code = 141  # 128 + SIGPIPE, what a shell reports for a tool ended by a closed pipe
-forked.stop_servers()  # nothing of the command measures any more: its servers go with it
+forked.stop_unused_servers()  # one still importing would hold our output open
 if "torch" in sys.modules:
     # The command is done and everything it wrote is committed (the database's transactions,
     # the children's results). Skip the interpreter's teardown: with torch imported it took

@@ -41,6 +41,8 @@ NAME_PREFIX = "cl:"
 """A forked child's process name is ``cl:<variant>`` (15 bytes at most): its command line is
 the server's, so this is how ``ps``, ``top`` and the tests tell the measuring children apart."""
 _CONTEXT: Any = None
+USED = False
+"""Whether a measuring child was forked from a server of this process."""
 STARTED_EARLY = False
 """Whether ``start_early`` started the server in this process (the CLI's ``run``): then the
 spec's device check runs in a fork of it (engine/device_check.py), not in the caller."""
@@ -116,12 +118,16 @@ def start_for_argv(argv: list[str]) -> None:
     start_early(libraries=model is None or wants_libraries(model))
 
 
-def stop_servers() -> None:
-    """End this process's process servers now (the CLI calls it as it exits).  A server still
-    importing when the command ends (a refused argument, a queued run) would otherwise hold the
-    command's stdout and stderr open until its imports are done (4-6 s on the 2-core host),
-    keeping a caller that reads them to the end waiting; an idle one ends by itself.  Call only
-    when none of its measuring children is alive: they die with it."""
+def stop_unused_servers() -> None:
+    """End this process's process servers now if no measuring child was forked from them (the
+    CLI calls it as it exits).  A server still importing when the command ends (a refused
+    argument) would otherwise hold the command's stdout and stderr open until its imports are
+    done (4-6 s on the 2-core host), keeping a caller that reads them to the end waiting.  A
+    server that measuring children came from is left to end by itself, as it does once the
+    command's pipes close (killed, it left multiprocessing's resource tracker warning about
+    leaked semaphores of the children's)."""
+    if USED:
+        return
     from multiprocessing import forkserver
 
     from engine import compiler_server
@@ -248,6 +254,8 @@ class ForkedChild:
                  variant: str, compiler: bool = False) -> None:
         """``compiler``: fork it from the compiler-preloaded server (engine/compiler_server.py),
         only for a process whose first call nobody reports."""
+        global USED
+        USED = True
         kwargs = {"target": _child_main, "daemon": False,
                   "args": (argv, env, stdout, stderr, process_name(variant), compiler)}
         if compiler:

@@ -175,7 +175,7 @@ def format_run(db: Any, run_id: int) -> str:
 
 TIME_ORDER = ("process start", "imports", "setup", "compiler import", "model build",
               "environment", "eager reference", "compile", "warm-up", "measure", "profile",
-              "exit")
+              "roofline", "lost time", "explain", "exit")
 
 
 def where_time_went(run: dict[str, Any]) -> str:

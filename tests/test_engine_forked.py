@@ -102,7 +102,7 @@ def test_the_server_can_be_started_before_the_run_needs_it():
     assert forked.fork_is_clean()
 
 
-def test_stopping_the_servers_ends_them():
+def test_stopping_unused_servers_ends_them(monkeypatch):
     """The CLI ends its servers as it exits: one still importing would keep a caller that reads
     the command's output waiting for its imports."""
     import time
@@ -113,7 +113,11 @@ def test_stopping_the_servers_ends_them():
     forked.start_early()
     pid = forkserver._forkserver._forkserver_pid
     assert pid is not None
-    forked.stop_servers()
+    monkeypatch.setattr(forked, "USED", True)
+    forked.stop_unused_servers()  # children came from it: left alone
+    assert not hostload._gone(pid)
+    monkeypatch.setattr(forked, "USED", False)
+    forked.stop_unused_servers()
     deadline = time.monotonic() + 30
     while not hostload._gone(pid) and time.monotonic() < deadline:  # a zombie until reaped
         time.sleep(0.05)

@@ -196,7 +196,7 @@ def test_a_speculative_job_prepares_and_compiles_but_times_only_once_confirmed()
 
 # ------------------------------------------------------------------ real processes
 
-TIMED = ("warm-up", "measure", "profile")
+TIMED = ("warm-up", "measure", "profile", "roofline", "lost time", "explain")
 OWN_TIME = ("waiting",)  # parked at a gate: no CPU, no GPU
 
 
