@@ -1,0 +1,72 @@
+"""The tail of a measuring process's timing slot: what it records after measuring, each part
+a named phase of the process's clock (the timeline shows where a slot's time goes).
+
+* ``profile``: kernels and device-busy time per call from ``torch.profiler`` passes, the
+  variant's and eager's (eager's once per run, engine/run_share.py);
+* ``roofline``: FLOPs and bytes per call against the GPU's ceilings (engine/roofline.py);
+* ``lost time`` (compiled variants): a profiler trace of a few calls for the lost-time account
+  (engine/losttime.py), taken before the graph-break trace resets dynamo;
+* ``explain`` (compiled variants): the graph-break report from ``torch._dynamo.explain``,
+  traced once per run (engine/run_share.py), merged with this process's own dynamo counters.
+
+Nothing here is a latency: the slot is the process's own, nothing else runs beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine import losttime, roofline, run_share, signals
+
+
+def record(res: dict[str, Any], *, run: dict[str, Any], variant: str, device: str,
+        fn: Callable[[], object], eager: Callable[[], object], model: Any, inputs: Any,
+        train: Any, capture: Any, clock: Any, progress: Callable[..., None]) -> None:
+    """Add the tail's figures to ``res`` (the child's result), in place."""
+    is_eager = variant == "eager"
+    cuda = device.startswith("cuda")
+    if run.get("profile", True):  # the spec can skip the profiler pass
+        with clock.phase("profile"):
+            # eager's figures: profiled once per run, by the first process that needs
+            # them (eager's own, which times first), read by the others (run_share)
+            eager_prof = run_share.once("eager_profile",
+                                        lambda: signals.profile_calls(eager, 10, cuda),
+                                        run_share.eager_profile_ok)
+            res.update(eager_prof if is_eager else signals.profile_calls(fn, 10, cuda))
+            res["eager_kernels_per_call"] = eager_prof["kernels_per_call"]
+            res["eager_device_busy_ms_per_call"] = eager_prof["device_busy_ms_per_call"]
+        with clock.phase("roofline"):
+            # FLOPs / bytes per call against the GPU's ceilings (engine/roofline.py)
+            res["roofline"] = ({"deferred": roofline.DEFERRED}
+                               if roofline.deferred(run, variant, device) else
+                               roofline.figures(model, inputs,
+                                                res.get("wall_ms_per_call"), device))
+    counts = signals.dynamo_counters()
+    res["recompiles"] = capture.recompiles
+    res["cudagraph_skips"] = capture.cudagraph_skips
+    if not is_eager:
+        progress("profiling", 0.95, force=True)
+        res["graph_count"] = counts.get("graph_count")
+        lost = None
+        if run.get("profile", True):
+            with clock.phase("lost time"):  # before explain resets dynamo
+                lost = losttime.LostTime(fn, cuda)
+        target = train.explain_target() if train else (model, inputs)
+        with clock.phase("explain"):
+            explained = run_share.once(  # once per run; resets dynamo: keep last
+                "explain", lambda: signals.explain_breaks(*target),
+                run_share.explained_ok)
+        res["graph_breaks"] = explained["graph_breaks"]
+        res["graph_break_count"] = max(explained["graph_break_count"],
+                                       counts.get("graph_break_total", 0))
+        if res["graph_break_count"] > explained["graph_break_count"]:
+            # counted but not in the model's trace: say where, with dynamo's reason
+            res["graph_breaks"] += signals.unexplained_breaks(
+                counts.get("graph_break_reasons", {}), explained["graph_breaks"],
+                "compiled optimizer step" if train and train.compiles_optimizer
+                else "not in explain's trace of the model")
+        if lost is not None:
+            res.update(lost.result(res, run, variant))
+    else:
+        res.update(graph_count=0, graph_break_count=0, graph_breaks=[])
