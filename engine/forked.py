@@ -8,13 +8,14 @@ before its first compiled call, and nothing that call imports: torch, the model 
 only with ``COMPILELAB_PRELOAD_COMPILE=1`` what ``compiled = torch.compile(model)`` imports
 (``engine.preload_compile``, which says why it is off by default), with
 **CUDA not initialised** (the server never touches the device, so each child creates its own
-context) and **nothing compiled** (``preloaded_ok`` checks both).  The first compiled call, the
+context) and, by default, **no compiler module** (``preloaded_ok`` checks both).  The first compiled call, the
 cold compile the product reports, still imports the rest of the compiler and compiles, as in a
 user's fresh process.
 
-``engine.preload_libs`` also imports model libraries that are installed (transformers: about
-5-8 s of every BERT process's setup on the H200 host), but only for a run whose model may need
-one (``wants_libraries``): for the seed MLP that import
+``engine.preload_libs`` also imports model libraries that are installed and that do not import
+the compiler (transformers: about 5-8 s of every BERT process's setup on the H200 host, where
+``import transformers`` leaves ``torch._dynamo`` unloaded, as checked there on 2026-12-03), but
+only for a run whose model may need one (``wants_libraries``): for the seed MLP that import
 would only delay the server, and so the run's first child.
 
 A forked child behaves like the old one: its own session and process group (``os.setsid``),
@@ -140,19 +141,29 @@ def stop_unused_servers() -> None:
 
 
 def preloaded_ok() -> bool:
-    """In the server (and so in a fresh fork): nothing compiled, no CUDA context."""
+    """In the server (and so in a fresh fork): no compiler (or, with the opt-in preload,
+    nothing compiled), no CUDA context."""
     return _problem_code() == 0
 
 
 def _problem_code() -> int:
     """0, or why a fork of this server would not start where a user's first compiled call does
-    (``PROBLEMS``): a compile ran here (its caches and counters would carry into every fork), or
-    CUDA is initialised (a fork could not use the GPU)."""
+    (``PROBLEMS``).  By default the server holds no compiler module at all (the reported
+    processes import it themselves: engine/preload_compile.py says why); with the opt-in
+    preload it holds what ``torch.compile`` imports, and no compile may have run (its caches
+    and counters would carry into every fork).  CUDA must not be initialised either (a fork
+    could not use the GPU)."""
     import torch
 
-    dynamo = sys.modules.get("torch._dynamo.utils")
-    if dynamo is not None and any(dynamo.counters.get("frames", {}).values()):
+    preload = sys.modules.get("engine.preload_compile")
+    if preload is not None and preload.DONE:
+        dynamo = sys.modules.get("torch._dynamo.utils")
+        if dynamo is not None and any(dynamo.counters.get("frames", {}).values()):
+            return 6
+    elif "torch._dynamo" in sys.modules:
         return 3
+    elif "torch._inductor" in sys.modules:
+        return 4
     if torch.cuda.is_initialized() or getattr(torch.cuda, "_is_in_bad_fork", bool)():
         return 5
     return 0
@@ -162,7 +173,8 @@ def process_name(variant: str) -> str:
     return (NAME_PREFIX + variant)[:15]
 
 
-PROBLEMS = {0: "", 3: "a compile ran in the server", 5: "CUDA is initialised",
+PROBLEMS = {0: "", 3: "torch._dynamo is imported", 4: "torch._inductor is imported",
+            5: "CUDA is initialised", 6: "a compile ran in the server",
             None: "the probe did not finish in 120 s"}
 
 
@@ -187,8 +199,9 @@ _USABLE: bool | None = None
 
 
 def usable() -> bool:
-    """Enabled, and a fork from this server really starts with nothing compiled and no CUDA
-    context (checked once per process).  Otherwise children start cold."""
+    """Enabled, and a fork from this server really starts as ``preloaded_ok`` says (checked
+    once per process: a model library that imports dynamo would otherwise take the compiler's
+    import out of every reported process).  Otherwise children start cold."""
     global _USABLE
     if _USABLE is None:
         global PROBLEM

@@ -24,7 +24,10 @@ def dump(path):
     os._exit(0)
 if __name__ == "__main__":
     p = forked.context(False).Process(target=dump, args=(sys.argv[1],))
-    p.start(); p.join(120); sys.exit(p.exitcode)
+    p.start(); p.join(120)
+    if not forked.fork_is_clean():  # the server's check passes with or without the preload
+        sys.exit("not clean: " + forked.PROBLEM)
+    sys.exit(p.exitcode)
 """
 FRESH = ("import json, sys, torch; torch.compile(torch.nn.Identity()); "
          "print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))")
