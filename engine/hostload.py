@@ -67,6 +67,13 @@ class HostLoad:
         self.other_busy_cores = round(max(other, 0.0) / wall, 2)
 
 
+def _stat_fields(pid: int | str) -> list[str]:
+    """``/proc/PID/stat`` after the command name: state, ppid, ... (the name may hold spaces,
+    so split after its ')').  Raises OSError or IndexError where there is no such process."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
 def _children(pid: int) -> list[int]:
     """Processes whose parent is ``pid`` (Linux /proc; empty elsewhere)."""
     out = []
@@ -78,10 +85,7 @@ def _children(pid: int) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            # pid (comm) state ppid ...: comm may hold spaces, so split after its ')'
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            if int(_stat_fields(entry)[1]) == pid:
                 out.append(int(entry))
         except (OSError, ValueError, IndexError):
             continue
@@ -94,8 +98,7 @@ GONE_WAIT_S = 5.0
 def _gone(pid: int) -> bool:
     """Exited: no such process, or a zombie (its memory and files are released)."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        return _stat_fields(pid)[0] in ("Z", "X")
     except (OSError, IndexError):
         return True
 

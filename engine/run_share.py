@@ -16,6 +16,7 @@ child started by hand) computes it itself, as before.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -55,15 +56,34 @@ def once(name: str, compute: Callable[[], dict[str, Any]],
     return value
 
 
+def _count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _break_ok(b: Any) -> bool:
+    return (isinstance(b, dict) and set(b) == {"reason", "file", "line", "count"}
+            and isinstance(b["reason"], str) and len(b["reason"]) <= MAX_REASON
+            and (b["file"] is None or isinstance(b["file"], str) and len(b["file"]) <= 4096)
+            and (b["line"] is None or _count(b["line"])) and _count(b["count"]))
+
+
+MAX_REASON = 2000
+"""``explain_breaks`` cuts a reason to 1000 characters and adds at most 200 of code."""
+
+
 def explained_ok(found: dict[str, Any]) -> bool:
-    """The shape ``engine.signals.explain_breaks`` returns."""
+    """Exactly the shape ``engine.signals.explain_breaks`` returns: counts, and breaks of a
+    reason, a file and line (or None), and a count each."""
     breaks = found.get("graph_breaks")
-    return (isinstance(found.get("graph_count"), int)
-            and isinstance(found.get("graph_break_count"), int)
-            and isinstance(breaks, list) and all(isinstance(b, dict) for b in breaks))
+    return (set(found) == {"graph_count", "graph_break_count", "graph_breaks"}
+            and _count(found["graph_count"]) and _count(found["graph_break_count"])
+            and isinstance(breaks, list) and len(breaks) <= 10_000
+            and all(_break_ok(b) for b in breaks))
 
 
 def eager_profile_ok(found: dict[str, Any]) -> bool:
-    """The two figures of ``engine.signals.profile_calls``, numbers or None."""
-    return all(k in found and (found[k] is None or isinstance(found[k], int | float))
-               for k in ("kernels_per_call", "device_busy_ms_per_call"))
+    """Exactly the two figures of ``engine.signals.profile_calls``: finite numbers >= 0, or
+    None (no GPU)."""
+    return set(found) == {"kernels_per_call", "device_busy_ms_per_call"} and all(
+        v is None or isinstance(v, int | float) and not isinstance(v, bool)
+        and math.isfinite(v) and v >= 0 for v in found.values())

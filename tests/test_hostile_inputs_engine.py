@@ -288,3 +288,48 @@ def test_cli_worker_flag_and_env_switch_allow_user_models(tmp_path):
     finally:
         del os.environ["COMPILELAB_ALLOW_USER_MODELS"]
     assert not user_models_allowed_by_env()
+
+
+# A measuring process reads facts an earlier process of its run left in the runner's private
+# folder (engine/run_share.py).  Whatever is found there that is not exactly what the engine
+# writes is computed again, never passed on to the result.
+GOOD_BREAK = {"reason": "print", "file": "m.py", "line": 3, "count": 1}
+SHARED_CASES = [
+    ("explain", "not-json", "{"),
+    ("explain", "list", "[]"),
+    ("explain", "extra-key", json.dumps({"graph_count": 1, "graph_break_count": 0,
+                                         "graph_breaks": [], "html": "<script>"})),
+    ("explain", "bool-count", json.dumps({"graph_count": True, "graph_break_count": 0,
+                                          "graph_breaks": []})),
+    ("explain", "negative-count", json.dumps({"graph_count": 1, "graph_break_count": -5,
+                                              "graph_breaks": []})),
+    ("explain", "break-line-text", json.dumps({"graph_count": 2, "graph_break_count": 1,
+                                               "graph_breaks": [{**GOOD_BREAK, "line": "3"}]})),
+    ("explain", "break-extra-key", json.dumps({"graph_count": 2, "graph_break_count": 1,
+                                               "graph_breaks": [{**GOOD_BREAK, "x": 1}]})),
+    ("explain", "huge-reason", json.dumps({"graph_count": 2, "graph_break_count": 1,
+                                           "graph_breaks": [{**GOOD_BREAK,
+                                                             "reason": "A" * 10**6}]})),
+    ("eager_profile", "nan", '{"kernels_per_call": NaN, "device_busy_ms_per_call": 1}'),
+    ("eager_profile", "negative", json.dumps({"kernels_per_call": -1,
+                                              "device_busy_ms_per_call": 1})),
+    ("eager_profile", "text", json.dumps({"kernels_per_call": "9",
+                                          "device_busy_ms_per_call": None})),
+    ("eager_profile", "extra-key", json.dumps({"kernels_per_call": 1,
+                                               "device_busy_ms_per_call": 1, "x": 0})),
+]
+
+
+@pytest.mark.parametrize("name,content", [c[::2] for c in SHARED_CASES],
+                         ids=[c[1] for c in SHARED_CASES])
+def test_a_crafted_shared_fact_is_computed_again(name, content, tmp_path, monkeypatch):
+    from engine import run_share
+
+    monkeypatch.setenv(run_share.ENV, str(tmp_path))
+    (tmp_path / f"{name}.json").write_text(content)
+    real = ({"graph_count": 1, "graph_break_count": 0, "graph_breaks": []} if name == "explain"
+            else {"kernels_per_call": 2.0, "device_busy_ms_per_call": 0.5})
+    valid = run_share.explained_ok if name == "explain" else run_share.eager_profile_ok
+    assert valid(real)
+    assert run_share.once(name, lambda: real, valid) == real
+    assert json.loads((tmp_path / f"{name}.json").read_text()) == real  # replaced
