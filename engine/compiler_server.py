@@ -15,10 +15,12 @@ reported compile had to wait for them (a compile beside them reads slow).
 The server is ``multiprocessing``'s fork server, a second instance (the first, plain one is
 ``engine.forked``'s): a ``Process`` subclass whose ``Popen`` connects to this instance
 instead of the module's default one.  It is used only where processes run side by side
-(``concurrency`` > 1): one at a time, its start-up (torch and compiler, ~6 s on the 2-core
-host) would cost more than the imports it saves.  It is used once ready (``usable``, which
-never waits); until then, or if its imports left CUDA initialised (then it never says ready),
-further processes fork from the plain server as before.
+(``concurrency`` > 1): one at a time, its start-up (torch and compiler, 4.7 s alone on the
+2-core host) would cost more than the imports it saves.  It is used once ready (``usable``,
+which never waits); until then, or if its imports left CUDA initialised (then it never says
+ready), further processes fork from the plain server as before.  While it imports
+(``pending``) the runner counts it as a preparing process: no reported compile and no timing
+window beside it (engine/schedule.decide); one not ready within ``GRACE_S`` is ended.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 import tempfile
 import time
 from multiprocessing import forkserver, popen_forkserver
@@ -121,6 +124,7 @@ def pending() -> bool:
     if _SERVER is None or usable() or os.path.exists(_READY + ".failed"):
         return False
     if time.monotonic() - _STARTED_AT > GRACE_S:
+        _give_up()  # still importing beside what the runner now lets compile and time
         return False
     pid = getattr(_SERVER, "_forkserver_pid", None)
     if pid:
@@ -130,6 +134,18 @@ def pending() -> bool:
         except ChildProcessError:
             return False
     return True
+
+
+def _give_up() -> None:
+    """End a server that did not get ready within ``GRACE_S``: the runner no longer waits for
+    it, so its imports must not go on beside the compiles and timing it now allows.  Further
+    processes fork from the plain server, as where this server is not started."""
+    global _SERVER
+    pid = getattr(_SERVER, "_forkserver_pid", None)
+    if pid:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    _SERVER = None
 
 
 def usable() -> bool:

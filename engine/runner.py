@@ -28,7 +28,7 @@ from engine import (
 )
 from engine.eta import Eta, describe
 from engine.process import ChildProcess, run_child, wants_compiler_server
-from engine.schedule import ALIVE, Job, decide, host_cpus, resolve
+from engine.schedule import ALIVE, Job, decide, resolve
 
 __all__ = ["run_child", "run_variants", "time_breakdown"]
 
@@ -130,9 +130,9 @@ def run_variants(
     gated = gates.supported()
     if not gated:
         concurrency = compile_slots = 1
-    if concurrency > 1 and host_cpus() >= 8 and forked.usable():
-        # side by side on a large host: eager and the further processes fork from the compiler
-        # server (on a small one its start-up would take the cores the others prepare on)
+    if concurrency > 1 and forked.usable():
+        # side by side: eager and the further processes fork from the compiler server, whose
+        # imports count as a preparing process until it is ready (engine/schedule.decide)
         compiler_server.start(forked.wants_libraries(str(spec.get("model"))))
     results: dict[str, dict[str, Any]] = {}
     eager_first: dict[str, float | None] = {"ms": None}
@@ -351,7 +351,8 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
             h.parked(j.state in ("compile_wait", "time_wait"))
         if not any(j.state == "pending" or j.state in ALIVE for j in plan):
             return
-        for action, j in decide(plan, concurrency=concurrency, compile_slots=compile_slots):
+        for action, j in decide(plan, concurrency=concurrency, compile_slots=compile_slots,
+                                server_importing=compiler_server.pending()):
             if action == "start":
                 # Without gates nothing is held back: the child prepares, compiles and times
                 # in one go, so it counts as timing (nothing else may start beside it).

@@ -145,7 +145,8 @@ def test_batches_start_together_and_wait_for_the_batch_to_be_timed() -> None:
 
 
 def test_concurrency_from_the_host() -> None:
-    assert auto_concurrency(2) == (1, 1)
+    assert auto_concurrency(1) == (1, 1)
+    assert auto_concurrency(2) == (5, 1)  # side by side, one reported compile at a time
     assert auto_concurrency(8) == (8, 1)  # one reported compile at a time
     assert auto_concurrency(16) == (16, 1)
     assert auto_concurrency(128) == (16, 1)
@@ -154,7 +155,37 @@ def test_concurrency_from_the_host() -> None:
     assert resolve(8, cpus=16, spec_compile_slots=2) == (8, 2)
     assert resolve(0, cpus=16, spec_compile_slots=3) == (16, 3)
     assert resolve(2, cpus=16, spec_compile_slots=5) == (2, 2)  # never more than alive
-    assert resolve(0, cpus=2, spec_compile_slots=2) == (1, 1)
+    assert resolve(0, cpus=2, spec_compile_slots=2) == (5, 2)
+    assert resolve(0, cpus=1, spec_compile_slots=2) == (1, 1)
+
+
+def test_a_server_still_importing_counts_as_preparing() -> None:
+    """The compiler server's imports are heavy CPU work: while they last, no reported compile
+    and no timing window; starting, and unreported compiles, go on as beside a preparing job."""
+    jobs = plan(["eager", "default"], 4)
+    eager, cold, warm, further, last = jobs
+    eager.state, cold.state, warm.state = "time_wait", "compile_wait", "compile_wait"
+    assert decide(jobs, concurrency=5, compile_slots=1, server_importing=True) == []
+    assert decide(jobs, concurrency=5, compile_slots=1) == [("compile", cold)]
+    cold.state = warm.state = "done"
+    assert decide(jobs, concurrency=5, compile_slots=1, server_importing=True) == []
+    assert decide(jobs, concurrency=5, compile_slots=1) == [("time", eager)]
+    eager.state = "done"  # nothing waits to time: new jobs start beside the imports
+    assert decide(jobs, concurrency=5, compile_slots=1, server_importing=True) == [
+        ("start", further), ("start", last)]
+    # nothing but an unreported compile at the gate: it may go beside the imports
+    for j in jobs:
+        j.state = "done"
+    further.state = "compile_wait"
+    assert decide(jobs, concurrency=5, compile_slots=1, server_importing=True) == [
+        ("compile", further)]
+    # a max-autotune cold compile needs the host to itself
+    jobs = plan(["eager", "max-autotune"], 2)
+    for j in jobs:
+        j.state = "done"
+    jobs[1].state = "compile_wait"
+    assert decide(jobs, concurrency=5, compile_slots=1, server_importing=True) == []
+    assert decide(jobs, concurrency=5, compile_slots=1) == [("compile", jobs[1])]
 
 
 def test_unreported_compiles_run_together_but_never_beside_a_reported_one() -> None:
