@@ -333,6 +333,20 @@ class LostTime:
         except Exception as e:  # forensics must never cost a measurement
             self.error = f"{type(e).__name__}: {str(e)[:300]}"
 
+    def kernel_figures(self) -> dict[str, float | None] | None:
+        """Kernels and device-busy time per call from this pass, as
+        ``signals.profile_calls`` measures them (device activity intervals, overlaps counted
+        once), so the variant needs no second profiler pass; None where the pass failed."""
+        if self.error or not self.timeline:
+            return None
+        if not self.cuda:
+            return {"kernels_per_call": None, "device_busy_ms_per_call": None}
+        from engine.signals import union_length
+
+        kernels, calls = self.timeline["kernels"], max(int(self.timeline["calls"]), 1)
+        return {"kernels_per_call": len(kernels) / calls,
+                "device_busy_ms_per_call": union_length(kernels) / 1e3 / calls}
+
     def result(self, res: dict[str, Any], run: dict[str, Any], variant: str) -> dict[str, Any]:
         if self.error:
             return {"lost_time": {"items": [], "error": self.error}}

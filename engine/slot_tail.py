@@ -1,23 +1,30 @@
 """The tail of a measuring process's timing slot: what it records after measuring, each part
 a named phase of the process's clock (the timeline shows where a slot's time goes).
 
-* ``profile``: kernels and device-busy time per call from ``torch.profiler`` passes, the
-  variant's and eager's (eager's once per run, engine/run_share.py);
+* ``profile``: kernels and device-busy time per call from ``torch.profiler``, the variant's
+  and eager's (eager's once per run, engine/run_share.py).  A compiled variant's one profiler
+  pass also gives its lost-time account (engine/losttime.py), taken before the graph-break
+  trace resets dynamo: two passes, each with the profiler's own start and trace processing,
+  had cost BERT-base's compiled slots on the H200 2.7-2.8 s of tail each;
 * ``roofline``: FLOPs and bytes per call against the GPU's ceilings (engine/roofline.py);
-* ``lost time`` (compiled variants): a profiler trace of a few calls for the lost-time account
-  (engine/losttime.py), taken before the graph-break trace resets dynamo;
 * ``explain`` (compiled variants): the graph-break report from ``torch._dynamo.explain``,
-  traced once per run (engine/run_share.py), merged with this process's own dynamo counters.
+  traced once per run (engine/run_share.py), in the normal case by eager's process while it
+  prepares (``trace_breaks_early``), merged with this process's own dynamo counters.
 
 Nothing here is a latency: the slot is the process's own, nothing else runs beside it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from engine import losttime, roofline, run_share, signals
+
+PROFILE_CALLS = 10
+"""Calls in a profiler pass: kernels and device time per call are their mean."""
 
 
 def record(res: dict[str, Any], *, run: dict[str, Any], variant: str, device: str,
@@ -26,14 +33,20 @@ def record(res: dict[str, Any], *, run: dict[str, Any], variant: str, device: st
     """Add the tail's figures to ``res`` (the child's result), in place."""
     is_eager = variant == "eager"
     cuda = device.startswith("cuda")
+    lost = None
     if run.get("profile", True):  # the spec can skip the profiler pass
         with clock.phase("profile"):
             # eager's figures: profiled once per run, by the first process that needs
             # them (eager's own, which times first), read by the others (run_share)
-            eager_prof = run_share.once("eager_profile",
-                                        lambda: signals.profile_calls(eager, 10, cuda),
-                                        run_share.eager_profile_ok)
-            res.update(eager_prof if is_eager else signals.profile_calls(fn, 10, cuda))
+            eager_prof = run_share.once(
+                "eager_profile", lambda: signals.profile_calls(eager, PROFILE_CALLS, cuda),
+                run_share.eager_profile_ok)
+            if is_eager:
+                res.update(eager_prof)
+            else:  # one pass: kernels, device time and the lost-time trace
+                lost = losttime.LostTime(fn, cuda, calls=PROFILE_CALLS)
+                res.update(lost.kernel_figures()
+                           or signals.profile_calls(fn, PROFILE_CALLS, cuda))
             res["eager_kernels_per_call"] = eager_prof["kernels_per_call"]
             res["eager_device_busy_ms_per_call"] = eager_prof["device_busy_ms_per_call"]
         with clock.phase("roofline"):
@@ -48,10 +61,6 @@ def record(res: dict[str, Any], *, run: dict[str, Any], variant: str, device: st
     if not is_eager:
         progress("profiling", 0.95, force=True)
         res["graph_count"] = counts.get("graph_count")
-        lost = None
-        if run.get("profile", True):
-            with clock.phase("lost time"):  # before explain resets dynamo
-                lost = losttime.LostTime(fn, cuda)
         target = train.explain_target() if train else (model, inputs)
         with clock.phase("explain"):
             explained = run_share.once(  # once per run; resets dynamo: keep last
@@ -70,3 +79,19 @@ def record(res: dict[str, Any], *, run: dict[str, Any], variant: str, device: st
             res.update(lost.result(res, run, variant))
     else:
         res.update(graph_count=0, graph_break_count=0, graph_breaks=[])
+
+
+def trace_breaks_early(run: dict[str, Any], model: Any, inputs: Any, clock: Any) -> None:
+    """Eager's process, while it prepares: the run's graph-break trace (``explain`` traces the
+    model and inputs, the same for every variant), left for the compiled processes
+    (engine/run_share.py), so that none of them traces it inside its timing slot.  Preparing
+    is work beside the others' preparing, which no reported compile and no timing window
+    overlaps (engine/schedule.py).  Only where a compiled variant will want it and dynamo is
+    already imported here (a fork of the compiler server, or on the GPU after the profiler's
+    import): eager never pays for importing the compiler itself (3 s on the 2-core host).
+    A failure here is not eager's: the first compiled process then traces it itself."""
+    if "torch._dynamo" not in sys.modules or all(v == "eager" for v in run["variants"]):
+        return
+    with clock.phase("break trace"), contextlib.suppress(Exception):
+        run_share.once("explain", lambda: signals.explain_breaks(model, inputs),
+                       run_share.explained_ok)
