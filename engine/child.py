@@ -339,8 +339,6 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 ref = None if train else _clone(model(*inputs))
                 timer.sync()
             res["setup_s"] = time.perf_counter() - _T0
-            if variant == "eager" and train is None:  # the run's graph-break trace, once
-                slot_tail.trace_breaks_early(run, model, inputs, clock)
 
             if variant == "eager":
                 fn, is_eager = eager, True

@@ -174,7 +174,7 @@ def format_run(db: Any, run_id: int) -> str:
 
 
 TIME_ORDER = ("process start", "imports", "setup", "compiler import", "model build",
-              "environment", "eager reference", "break trace", "compile", "warm-up", "measure",
+              "environment", "eager reference", "compile", "warm-up", "measure",
               "profile", "roofline", "lost time", "explain", "exit")
 
 

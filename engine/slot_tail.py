@@ -8,16 +8,15 @@ a named phase of the process's clock (the timeline shows where a slot's time goe
   had cost BERT-base's compiled slots on the H200 2.7-2.8 s of tail each;
 * ``roofline``: FLOPs and bytes per call against the GPU's ceilings (engine/roofline.py);
 * ``explain`` (compiled variants): the graph-break report from ``torch._dynamo.explain``,
-  traced once per run (engine/run_share.py), in the normal case by eager's process while it
-  prepares (``trace_breaks_early``), merged with this process's own dynamo counters.
+  traced once per run (engine/run_share.py), merged with this process's own dynamo counters.
+  (Tried in eager's process while it prepares: on the H200 BERT-base's trace took 6 s there,
+  beside the others' imports, and every reported compile waited for it.)
 
 Nothing here is a latency: the slot is the process's own, nothing else runs beside it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -80,18 +79,3 @@ def record(res: dict[str, Any], *, run: dict[str, Any], variant: str, device: st
     else:
         res.update(graph_count=0, graph_break_count=0, graph_breaks=[])
 
-
-def trace_breaks_early(run: dict[str, Any], model: Any, inputs: Any, clock: Any) -> None:
-    """Eager's process, while it prepares: the run's graph-break trace (``explain`` traces the
-    model and inputs, the same for every variant), left for the compiled processes
-    (engine/run_share.py), so that none of them traces it inside its timing slot.  Preparing
-    is work beside the others' preparing, which no reported compile and no timing window
-    overlaps (engine/schedule.py).  Only where a compiled variant will want it and dynamo is
-    already imported here (a fork of the compiler server, or on the GPU after the profiler's
-    import): eager never pays for importing the compiler itself (3 s on the 2-core host).
-    A failure here is not eager's: the first compiled process then traces it itself."""
-    if "torch._dynamo" not in sys.modules or all(v == "eager" for v in run["variants"]):
-        return
-    with clock.phase("break trace"), contextlib.suppress(Exception):
-        run_share.once("explain", lambda: signals.explain_breaks(model, inputs),
-                       run_share.explained_ok)

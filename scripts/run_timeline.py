@@ -22,7 +22,7 @@ SHORT = {"imports": "imp", "model build": "build", "environment": "env",
          "eager reference": "ref", "profiler import": "pimp", "compiler import": "cimp",
          "waiting": "wait", "compile": "COMPILE", "compile workers": "kill", "warm-up": "wu",
          "measure": "MEASURE", "profile": "prof", "roofline": "roof", "lost time": "lost",
-         "explain": "expl", "break trace": "btrace"}
+         "explain": "expl"}
 
 
 def load(run_id: str, db: str) -> dict:
