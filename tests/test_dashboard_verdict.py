@@ -123,6 +123,15 @@ def test_one_process_interval_is_marked():
     assert not any("one process" in w for w in decide(_rows(), 1).warnings)
 
 
+def test_a_max_autotune_interval_says_it_holds_one_compile_only():
+    """Its further processes reuse the cold compile's kernel choices: on the H200 three runs'
+    intervals of the seed MLP excluded each other (0.72x vs 0.55x, 0.54x)."""
+    v = decide(_rows(variant="max-autotune"), 1)
+    assert any(w.startswith("max-autotune: its interval covers the kernels this run's "
+                            "autotuning chose") for w in v.warnings)
+    assert not any("autotuning" in w for w in decide(_rows(), 1).warnings)
+
+
 def test_fastest_per_call_is_best_not_highest_ratio():
     """A variant with a higher ratio against a slower paired eager is not the fastest."""
     rows = _rows()
