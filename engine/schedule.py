@@ -36,6 +36,10 @@ measurements as clean as one-at-a-time and the waits short:
    started early, before its variant's interval says whether it is needed (the runner confirms
    or drops it); it prepares and compiles with the rest, but it does not time until confirmed.
 
+7. **Eager times as soon as it may**, before any compile waiting beside it: the run then
+   has its baseline even when a compile hangs or crashes (with processes side by side, eager
+   had waited for a hanging compile's timeout).  Both are alone, so the order costs nothing.
+
 With ``concurrency=1`` this is exactly the old serial run: one process at a time.
 """
 
@@ -155,6 +159,11 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int,
                      if j.index == 0 and j.state in ("settling", "time_wait", "timing", "done")}
     cold_reported = sum(j.state == "compiling" and j.reported and j.index == 0 for j in alive)
     cold_waiting = any(j.state == "compile_wait" and j.compiles and j.index == 0 for j in alive)
+    if busy == 0:  # rule 7: eager's baseline first
+        eager = next((j for j in alive if j.variant == "eager" and j.state == "time_wait"
+                      and not j.speculative), None)
+        if eager is not None:
+            return [("time", eager)]
     held = False
     for j in alive:  # rules 4 and 5
         if j.state != "compile_wait":

@@ -166,11 +166,12 @@ def test_a_server_still_importing_counts_as_preparing() -> None:
     eager, cold, warm, further, last = jobs
     eager.state, cold.state, warm.state = "time_wait", "compile_wait", "compile_wait"
     assert decide(jobs, concurrency=5, compile_slots=1, server_importing=True) == []
+    assert decide(jobs, concurrency=5, compile_slots=1) == [("time", eager)]  # rule 7
+    eager.state = "done"
+    got = decide(jobs, concurrency=5, compile_slots=1, server_importing=True)
+    assert got == [("start", further), ("start", last)]  # but no compile beside the imports
     assert decide(jobs, concurrency=5, compile_slots=1) == [("compile", cold)]
-    cold.state = warm.state = "done"
-    assert decide(jobs, concurrency=5, compile_slots=1, server_importing=True) == []
-    assert decide(jobs, concurrency=5, compile_slots=1) == [("time", eager)]
-    eager.state = "done"  # nothing waits to time: new jobs start beside the imports
+    cold.state = warm.state = "done"  # nothing waits to time: new jobs start beside imports
     assert decide(jobs, concurrency=5, compile_slots=1, server_importing=True) == [
         ("start", further), ("start", last)]
     # nothing but an unreported compile at the gate: it may go beside the imports
@@ -192,6 +193,7 @@ def test_unreported_compiles_run_together_but_never_beside_a_reported_one() -> N
     jobs = plan(["eager", "default", "reduce-overhead"], 4)  # index 2, 3: unreported
     for j in jobs:
         j.state = "time_wait" if j.index == 0 else "compile_wait"
+    jobs[0].state = "done"  # eager timed already (rule 7)
     got = decide(jobs, concurrency=16, compile_slots=2)
     assert [(a, j.variant, j.index) for a, j in got] == [
         ("compile", "default", 1), ("compile", "reduce-overhead", 1)]
@@ -206,12 +208,24 @@ def test_unreported_compiles_run_together_but_never_beside_a_reported_one() -> N
     by = {(j.variant, j.index): j for j in jobs}
     for j in jobs:
         j.state = "time_wait" if j.index == 0 else "compile_wait"
+    jobs[0].state = "done"
     by[("default", 1)].state = "time_wait"
     by[("default", 2)].state = "compiling"
     assert decide(jobs, concurrency=16, compile_slots=2) == []
     by[("default", 2)].state = "time_wait"
     got = decide(jobs, concurrency=16, compile_slots=2)
     assert [(j.variant, j.index) for _, j in got] == [("reduce-overhead", 1)]
+
+
+def test_eager_times_before_a_compile_waiting_beside_it() -> None:
+    """Rule 7: with a compile and eager's timing both allowed, eager's baseline goes first, so
+    a compile that hangs or crashes leaves the run its baseline."""
+    jobs = plan(["eager", "default"], 2)
+    eager, cold, warm = jobs
+    eager.state, cold.state, warm.state = "time_wait", "compile_wait", "compile_wait"
+    assert decide(jobs, concurrency=3, compile_slots=1) == [("time", eager)]
+    warm.state = "preparing"  # not quiet: neither goes
+    assert decide(jobs, concurrency=3, compile_slots=1) == []
 
 
 def test_a_speculative_job_prepares_and_compiles_but_times_only_once_confirmed() -> None:
@@ -279,6 +293,9 @@ def test_a_settling_job_frees_its_compile_slot_but_holds_timing_and_autotuning()
     by[("reduce-overhead", 0)].state = "settling"
     assert decide(jobs, concurrency=16, compile_slots=2) == []  # pools still starting
     by[("default", 0)].state = by[("reduce-overhead", 0)].state = "time_wait"
+    got = decide(jobs, concurrency=16, compile_slots=2)
+    assert got == [("time", jobs[0])]  # quiet: eager's baseline first (rule 7)
+    jobs[0].state = "done"
     got = decide(jobs, concurrency=16, compile_slots=2)
     assert got == [("compile", by[("max-autotune", 0)])]
     # a warm-cache max-autotune process compiles like any other (its kernels are cached)

@@ -382,6 +382,9 @@ def test_cancel_a_queued_run_and_a_running_run(lab):
     assert p.returncode == 0, p.stderr
     queued = int(p.stdout.strip())
     child = wait_for(lambda: w.child_running("default"), 40, "the hanging child", lab.logs)
+    # processes run side by side: the default child exists before eager has timed (eager
+    # times first once all have prepared, engine/schedule rule 7), so wait for its result
+    wait_for(lambda: "eager" in lab.variants(hanging).index, 60, "eager's result", lab.logs)
 
     p = run_cli("cancel", str(queued), db_url=lab.url)
     assert p.returncode == 0 and p.stdout.strip() == f"run {queued}: cancelled", p.stderr
