@@ -174,8 +174,8 @@ def format_run(db: Any, run_id: int) -> str:
 
 
 TIME_ORDER = ("process start", "imports", "setup", "compiler import", "model build",
-              "environment", "eager reference", "compile", "warm-up", "measure",
-              "profile", "roofline", "lost time", "explain", "exit")
+              "environment", "eager reference", "compile", "warm-up", "measure", "profile",
+              "roofline", "lost time", "explain", "exit")
 
 
 def where_time_went(run: dict[str, Any]) -> str:

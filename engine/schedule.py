@@ -107,8 +107,9 @@ def auto_concurrency(cpus: int | None = None) -> tuple[int, int]:
     one core everything runs one at a time.  On 2-7 cores ``SMALL_HOST_ALIVE``: the processes
     prepare side by side (their compiler imports, 2.5 s each alone on the 2-core host, share
     the cores), but the rules keep a reported compile and a timing window alone, so sharing
-    costs no figure; a run of the seed MLP (eager, default) took 20-21 s against 26-30 s one at
-    a time, with cold and warm first calls within 6 % of the naive harness's.  From 8 cores
+    costs no figure; a run of the seed MLP (eager, default), interleaved A/B, took 17.6-20.7 s
+    against 24.2-28.9 s one at a time, with cold and warm first calls within 6 % of the naive
+    harness's (median of three).  From 8 cores
     on, one process per core (at most ``MAX_ALIVE``): a typical run
     starts all its processes in one batch, so their imports (6-10 s each on the H200 host)
     overlap once instead of once per batch (the H200 seed-MLP run spent four batches of 4 and
