@@ -2,12 +2,14 @@
 
     python -m engine.child SPEC.json OUT.json
 
-It reads a variant spec ({"run": RunSpec, "variant": name, "phase": "cold" | "warm_cache"}),
-measures, and writes one VariantResult JSON (docs/CONTRACTS.md). It never touches the database.
+It reads a variant spec ({"run": RunSpec, "variant": name, "phase": "cold" | "warm_cache",
+"explain_ahead": whether it traces the run's graph breaks before its own first call, which
+nobody reports, engine/schedule.explains_ahead}), measures, and writes one VariantResult JSON
+(docs/CONTRACTS.md). It never touches the database.
 The runner gives it an empty TORCHINDUCTOR_CACHE_DIR for the cold phase and the same directory
 again for the warm-cache phase. Protocol (DESIGN §3): build -> eager reference -> warm-up curve
 -> interleaved steady-state rounds -> memory -> profiler pass -> graph-break report (last,
-because ``torch._dynamo.explain`` resets dynamo).
+because ``torch._dynamo.explain`` resets dynamo; or traced ahead, engine/slot_tail.py).
 """
 
 from __future__ import annotations
@@ -363,6 +365,10 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 # warm-up and paired rounds like the cold process, nothing else.
                 _gate(clock, "compile", progress, 0.05)
                 stage = "compiling"
+                if spec.get("explain_ahead") is True and train is None:
+                    # unreported: the run's graph-break trace fits here (engine/slot_tail)
+                    progress("tracing graph breaks", 0.07, force=True)
+                    slot_tail.explain_ahead(model, inputs, clock)
                 progress("warm-cache compile", 0.1, force=True)
                 with clock.phase("compile"), forensics.CompileWatch(phase) as watch:
                     res["first_call_warm_s"] = timer.wall_ms(fn) / 1e3

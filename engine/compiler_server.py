@@ -56,9 +56,18 @@ def wanted() -> bool:
 
 
 def start(libraries: bool = True) -> None:
-    """Start the server now without waiting for its imports (a later fork waits for them)."""
+    """Start the server now without waiting for its imports (a later fork waits for them).
+
+    Not for a run whose model may need a library (``libraries``, ``forked.wants_libraries``):
+    the server would import it too and get ready too late to pay.  On the H200 host, for
+    BERT-base, it took 12.5 s alone (torch, transformers, the compiler; the plain server:
+    about 5 s), and its forks still imported the model's modules (3.6 s) and built it; in a
+    run it missed its grace, so the further processes forked from the plain server 7.7 s late
+    and every reported compile waited for them (preparing ended at 23.6 s, against 16.1 s for
+    the processes started at once).  For the seed MLP it was ready 7.5 s into the run, before
+    the first batch had imported the compiler (8.4-10.1 s), and its forks skipped that import."""
     global _SERVER, _READY, _STARTED_AT
-    if _SERVER is not None or not forked.enabled() or not wanted():
+    if _SERVER is not None or libraries or not forked.enabled() or not wanted():
         return
     fd, ready = tempfile.mkstemp(prefix="compilelab-compiler-server-", suffix=".ready")
     os.close(fd)

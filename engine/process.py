@@ -81,12 +81,14 @@ class ChildProcess:
     count toward the timeout: the runner holds it there, not the child."""
 
     def __init__(self, spec: dict[str, Any], variant: str, phase: str, cache_dir: Path,
-                 workdir: Path, *, index: int = 0, gated: bool = False) -> None:
+                 workdir: Path, *, index: int = 0, gated: bool = False,
+                 explain_ahead: bool = False) -> None:
         self.variant, self.phase = variant, phase
         tag = f"{variant}-{phase}-{index}"
         self.spec_path, self.out_path = workdir / f"{tag}.spec.json", workdir / f"{tag}.out.json"
         self.progress_path, self.stderr_path = workdir / f"{tag}.progress", workdir / f"{tag}.stderr"
-        self.spec_path.write_text(json.dumps({"run": spec, "variant": variant, "phase": phase}))
+        self.spec_path.write_text(json.dumps({"run": spec, "variant": variant, "phase": phase,
+                                               "explain_ahead": explain_ahead}))
         self.gates = gates.Gates(workdir / f"{tag}.gates") if gated else None
         env = dict(os.environ)
         env.update(

@@ -28,7 +28,7 @@ from engine import (
 )
 from engine.eta import Eta, describe
 from engine.process import ChildProcess, run_child, wants_compiler_server
-from engine.schedule import ALIVE, Job, decide, resolve
+from engine.schedule import ALIVE, Job, decide, explains_ahead, resolve
 
 __all__ = ["run_child", "run_variants", "time_breakdown"]
 
@@ -301,7 +301,8 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
         cache = root / f"cache-{j.variant}"
         cache.mkdir(exist_ok=True)
         phase = "warm_cache" if j.index > 0 else "cold"
-        j.handle = ChildProcess(spec, j.variant, phase, cache, root, index=j.index, gated=gated)
+        j.handle = ChildProcess(spec, j.variant, phase, cache, root, index=j.index, gated=gated,
+                                explain_ahead=gated and explains_ahead(j, plan))
 
     while True:
         # Progress first: the caller's heartbeat is throttled, and a cancel check every tick

@@ -10,7 +10,12 @@ a named phase of the process's clock (the timeline shows where a slot's time goe
 * ``explain`` (compiled variants): the graph-break report from ``torch._dynamo.explain``,
   traced once per run (engine/run_share.py), merged with this process's own dynamo counters.
   (Tried in eager's process while it prepares: on the H200 BERT-base's trace took 6 s there,
-  beside the others' imports, and every reported compile waited for it.)
+  beside the others' imports, and every reported compile waited for it.)  Where a run has
+  further measuring processes and a host of 8 cores or more, one of them traces it before its
+  own first call (``explain_ahead``; the runner picks it, engine/schedule.explains_ahead),
+  beside the other further processes' compiles, whose times nobody reports: BERT-base's trace
+  had taken 2.9 s of the cold default process's timing slot on the H200, when nothing else
+  may run.
 
 Nothing here is a latency: the slot is the process's own, nothing else runs beside it.
 """
@@ -24,6 +29,17 @@ from engine import losttime, roofline, run_share, signals
 
 PROFILE_CALLS = 10
 """Calls in a profiler pass: kernels and device time per call are their mean."""
+
+
+def explain_ahead(model: Any, inputs: Any, clock: Any) -> None:
+    """In the further measuring process the runner picked (its first call is a compile
+    nobody reports), before that call: trace the graph breaks for the whole run.
+    ``torch._dynamo.explain`` resets dynamo before and after, so the process's own compile
+    that follows starts clean; the slot tails read the result (engine/run_share.py), and
+    compute it themselves if this process was ended first."""
+    with clock.phase("explain"):
+        run_share.once("explain", lambda: signals.explain_breaks(model, inputs),
+                       run_share.explained_ok)
 
 
 def record(res: dict[str, Any], *, run: dict[str, Any], variant: str, device: str,

@@ -21,6 +21,13 @@ def test_only_eager_and_further_processes_may_use_it():
     assert wants_compiler_server("max-autotune", "warm_cache", 3)
 
 
+def test_not_started_for_a_model_that_needs_a_library(monkeypatch):
+    """BERT-base's server would import transformers too and be ready too late to pay."""
+    monkeypatch.setattr(compiler_server, "_SERVER", None)
+    compiler_server.start(libraries=True)
+    assert not compiler_server.started() and not compiler_server.pending()
+
+
 def test_not_started_is_neither_usable_nor_pending(monkeypatch):
     monkeypatch.setattr(compiler_server, "_SERVER", None)
     assert not compiler_server.usable() and not compiler_server.pending()

@@ -8,7 +8,15 @@ import random
 
 import pytest
 
-from engine.schedule import ALIVE, BUSY, Job, auto_concurrency, decide, resolve
+from engine.schedule import (
+    ALIVE,
+    BUSY,
+    Job,
+    auto_concurrency,
+    decide,
+    explains_ahead,
+    resolve,
+)
 
 
 def plan(variants: list[str], k: int) -> list[Job]:
@@ -226,6 +234,16 @@ def test_eager_times_before_a_compile_waiting_beside_it() -> None:
     assert decide(jobs, concurrency=3, compile_slots=1) == [("time", eager)]
     warm.state = "preparing"  # not quiet: neither goes
     assert decide(jobs, concurrency=3, compile_slots=1) == []
+
+
+def test_one_further_process_traces_the_breaks_ahead_on_a_large_host_only() -> None:
+    plan = [Job("eager", 0)] + [Job(v, i) for i in range(3) for v in ("a", "b")]
+    plan.append(Job("a", 3, speculative=True))
+    picked = [j for j in plan if explains_ahead(j, plan, cpus=16)]
+    assert [(j.variant, j.index) for j in picked] == [("a", 2)]  # first unreported, once
+    assert not any(explains_ahead(j, plan, cpus=2) for j in plan)  # small host: the tail
+    only_reported = [Job("eager", 0), Job("a", 0), Job("a", 1), Job("a", 2, speculative=True)]
+    assert not any(explains_ahead(j, only_reported, cpus=16) for j in only_reported)
 
 
 def test_a_speculative_job_prepares_and_compiles_but_times_only_once_confirmed() -> None:

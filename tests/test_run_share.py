@@ -56,20 +56,23 @@ CHILD = """
 import json, sys
 from engine.child import Progress, measure
 from engine.spec import normalise
-variant = sys.argv[1]
+variant, phase, ahead = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 run = normalise({"model": "graph_breaks", "variants": ["eager", "default", "default@dyn=1"],
                  "dims": {"batch": 2, "hidden": 16}, "device": "cpu", "warmup_calls": 3,
                  "min_samples": 3, "min_time_s": 0.0, "max_time_s": 0.2, "pipeline_k": 2,
                  "backend": "eager"})
-res = measure({"run": run, "variant": variant, "phase": "cold"}, Progress(None))
-print(json.dumps({k: res.get(k) for k in ("status", "graph_breaks", "graph_break_count")}))
+res = measure({"run": run, "variant": variant, "phase": phase, "explain_ahead": ahead},
+              Progress(None))
+print(json.dumps({k: res.get(k) for k in ("status", "graph_breaks", "graph_break_count",
+                                          "phases", "first_call_warm_s")}))
 """
 
 
-def _child(variant: str, run_dir: Path) -> dict:
+def _child(variant: str, run_dir: Path, phase: str = "cold", ahead: bool = False) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), run_share.ENV: str(run_dir),
            "TORCHINDUCTOR_CACHE_DIR": str(run_dir / f"cache-{variant}")}
-    p = subprocess.run([sys.executable, "-c", CHILD, variant], cwd=ROOT, env=env,
+    p = subprocess.run([sys.executable, "-c", CHILD, variant, phase, "1" if ahead else "0"],
+                       cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
@@ -89,6 +92,25 @@ def test_the_second_compiled_variant_reads_the_first_ones_break_trace(tmp_path):
     second = _child("default@dyn=1", tmp_path)
     assert second["graph_breaks"] == shared["graph_breaks"]
     assert second["graph_break_count"] == 3  # its own dynamo counters agree
+
+
+@pytest.mark.slow  # two measuring children (backend "eager": no compile), ~30 s here
+def test_a_further_process_traces_the_breaks_before_its_first_call(tmp_path):
+    """The further process the runner picks (engine/schedule.explains_ahead) traces the run's
+    graph breaks before its own first call, a compile nobody reports; the cold process's slot
+    tail then reads them instead of tracing in its timing slot."""
+    further = _child("default", tmp_path, phase="warm_cache", ahead=True)
+    names = [p["name"] for p in further["phases"]]
+    assert "explain" in names and names.index("explain") < names.index("compile")
+    assert further["first_call_warm_s"] > 0  # it compiled after the trace's dynamo reset
+    shared = json.loads((tmp_path / "explain.json").read_text())
+    assert shared["graph_break_count"] == 3 and len(shared["graph_breaks"]) == 3
+    shared["graph_breaks"][0]["reason"] = "MARK " + shared["graph_breaks"][0]["reason"]
+    (tmp_path / "explain.json").write_text(json.dumps(shared))
+    cold = _child("default", tmp_path)
+    assert cold["graph_breaks"] == shared["graph_breaks"] and cold["graph_break_count"] == 3
+    quiet = _child("default", tmp_path / "other", phase="warm_cache")  # not picked: no trace
+    assert "explain" not in [p["name"] for p in quiet["phases"]]
 
 
 def test_one_profiler_pass_gives_the_kernel_figures():
