@@ -1,10 +1,8 @@
 """A second preloaded process server, for the measuring processes whose first call nobody
 reports: torch **and the whole compiler** imported, CUDA not initialised.
 
-The plain server (engine/forked.py) holds torch and the model libraries (and, only with
-``COMPILELAB_PRELOAD_COMPILE=1``, what ``torch.compile(model)`` imports), and nothing that a
-first compiled call imports, because its forks' first calls are the cold and warm compiles the
-product reports.  Processes from index 2 on of a compiled variant
+The plain server (engine/forked.py) holds torch and the model libraries, and no compiler,
+because its forks' first calls are the cold and warm compiles the product reports.  Processes from index 2 on of a compiled variant
 (``schedule.Job.reported`` is false) are further measuring processes: their first call is a
 warm-cache compile that the product does not report, so their process may also hold what that
 call imports (the rest of inductor's compile path, Triton, CUDA-graph trees:

@@ -4,13 +4,14 @@ Every measuring child used to be a fresh ``python -m engine.child``: about 3.5 s
 process on the H200 host went to importing torch before anything was measured, eleven times in a
 BERT run.  ``multiprocessing``'s fork server imports ``engine.child`` (and so torch) once; each
 child is then a fork of that process.  What the fork gets is what a user's script holds just
-before its first compiled call, and nothing that call imports: torch, the model libraries, and
-only with ``COMPILELAB_PRELOAD_COMPILE=1`` what ``compiled = torch.compile(model)`` imports
-(``engine.preload_compile``, which says why it is off by default), with
-**CUDA not initialised** (the server never touches the device, so each child creates its own
-context) and, by default, **no compiler module** (``preloaded_ok`` checks both).  The first compiled call, the
-cold compile the product reports, still imports the rest of the compiler and compiles, as in a
-user's fresh process.
+before its first compiled call, and nothing of the compiler: torch and the model libraries,
+with **CUDA not initialised** (the server never touches the device, so each child creates its
+own context) and **no compiler module** (``preloaded_ok`` checks both).  The reported processes
+import dynamo and inductor themselves (``torch.compile(model)``, then the first compiled call,
+the cold compile the product reports), as a user's fresh process does.  (An opt-in preload of
+what ``torch.compile(model)`` imports was tried and removed: the server every process forks
+from became ready 4-5 s later on the H200 host, the runs took as long, and a preloaded
+process may hold torch but not the compiler.)
 
 ``engine.preload_libs`` also imports model libraries that are installed and that do not import
 the compiler (transformers: about 5-8 s of every BERT process's setup on the H200 host, where
@@ -55,10 +56,9 @@ def enabled() -> bool:
 
 
 def preloads(libraries: bool = True) -> list[str]:
-    """The server's preloads: the child (and so torch), the model libraries if asked, what
-    ``torch.compile`` imports, and last the module that makes the server skip its teardown."""
-    return ["engine.child", *(["engine.preload_libs"] if libraries else []),
-            "engine.preload_compile", "engine.preload"]
+    """The server's preloads: the child (and so torch), the model libraries if asked, and last
+    the module that makes the server skip its teardown."""
+    return ["engine.child", *(["engine.preload_libs"] if libraries else []), "engine.preload"]
 
 
 def wants_libraries(model: str) -> bool:
@@ -141,28 +141,19 @@ def stop_unused_servers() -> None:
 
 
 def preloaded_ok() -> bool:
-    """In the server (and so in a fresh fork): no compiler (or, with the opt-in preload,
-    nothing compiled), no CUDA context."""
+    """In the server (and so in a fresh fork): no compiler, no CUDA context."""
     return _problem_code() == 0
 
 
 def _problem_code() -> int:
     """0, or why a fork of this server would not start where a user's first compiled call does
-    (``PROBLEMS``).  By default the server holds no compiler module at all (the reported
-    processes import it themselves: engine/preload_compile.py says why); with the opt-in
-    preload it holds what ``torch.compile`` imports, and no compile may have run (its caches
-    and counters would carry into every fork).  CUDA must not be initialised either (a fork
-    could not use the GPU)."""
+    (``PROBLEMS``): the server holds no compiler module (the reported processes import it
+    themselves), and CUDA is not initialised (a fork could not use the GPU)."""
     import torch
 
-    preload = sys.modules.get("engine.preload_compile")
-    if preload is not None and preload.DONE:
-        dynamo = sys.modules.get("torch._dynamo.utils")
-        if dynamo is not None and any(dynamo.counters.get("frames", {}).values()):
-            return 6
-    elif "torch._dynamo" in sys.modules:
+    if "torch._dynamo" in sys.modules:
         return 3
-    elif "torch._inductor" in sys.modules:
+    if "torch._inductor" in sys.modules:
         return 4
     if torch.cuda.is_initialized() or getattr(torch.cuda, "_is_in_bad_fork", bool)():
         return 5
@@ -174,7 +165,7 @@ def process_name(variant: str) -> str:
 
 
 PROBLEMS = {0: "", 3: "torch._dynamo is imported", 4: "torch._inductor is imported",
-            5: "CUDA is initialised", 6: "a compile ran in the server",
+            5: "CUDA is initialised",
             None: "the probe did not finish in 120 s"}
 
 

@@ -25,51 +25,31 @@ def dump(path):
 if __name__ == "__main__":
     p = forked.context(False).Process(target=dump, args=(sys.argv[1],))
     p.start(); p.join(120)
-    if not forked.fork_is_clean():  # the server's check passes with or without the preload
+    if not forked.fork_is_clean():
         sys.exit("not clean: " + forked.PROBLEM)
     sys.exit(p.exitcode)
 """
-FRESH = ("import json, sys, torch; torch.compile(torch.nn.Identity()); "
-         "print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))")
 
 
-def _held_by_a_fork(tmp_path, preload: str) -> set[str]:
+def test_a_fork_holds_no_compiler_module(tmp_path):
+    """The cold compile the product reports must pay every compiler import a user's fresh
+    process makes: a fork of the server holds none (a preloaded process may hold torch, not
+    the compiler)."""
     import json
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    script, out = tmp_path / "fork_modules.py", tmp_path / f"modules-{preload}.json"
+    script, out = tmp_path / "fork_modules.py", tmp_path / "modules.json"
     script.write_text(FORKED.format(prefixes=COMPILER))
     root = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ, "COMPILELAB_PRELOAD_COMPILE": preload,
+    env = {**os.environ,
            "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     subprocess.run([sys.executable, str(script), str(out)], env=env, cwd=root, timeout=300,
                    check=True)
-    return set(json.loads(out.read_text()))
-
-
-def test_by_default_a_fork_holds_no_compiler_module(tmp_path):
-    held = _held_by_a_fork(tmp_path, "0")
+    held = set(json.loads(out.read_text()))
     assert not [m for m in held if m.startswith(("torch._dynamo", "torch._inductor"))]
-
-
-def test_the_opt_in_preload_holds_only_what_torch_compile_imports(tmp_path):
-    """The cold compile the product reports is the first compiled call, which must pay every
-    import it makes in a user's fresh process.  With ``COMPILELAB_PRELOAD_COMPILE=1`` the
-    server holds what the line before it, ``torch.compile(model)``, imports (a user's process
-    has paid that, untimed, as in the naive harness), and not one compiler module more."""
-    import json
-    import subprocess
-    import sys
-
-    held = _held_by_a_fork(tmp_path, "1")
-    fresh = subprocess.run([sys.executable, "-c", FRESH.format(prefixes=COMPILER)],
-                           capture_output=True, text=True, timeout=300, check=True)
-    user = set(json.loads(fresh.stdout.strip().splitlines()[-1]))
-    assert "torch._dynamo" in held  # the preload is there (engine/preload_compile.py)
-    assert held <= user, sorted(held - user)[:20]
 
 
 def test_process_names_fit_the_kernel_limit():

@@ -38,8 +38,10 @@ class FakeChild:
     made: list[FakeChild] = []
 
     def __init__(self, spec: dict[str, Any], variant: str, phase: str, cache: Path,
-                 root: Path, *, index: int = 0, gated: bool = True) -> None:
+                 root: Path, *, index: int = 0, gated: bool = True,
+                 explain_ahead: bool = False) -> None:
         self.variant, self.phase, self.index = variant, phase, index
+        self.explain_ahead = explain_ahead
         self.gates = FakeGates(self)
         self.reached: set[str] = set()
         self.polls = 0
