@@ -2,18 +2,18 @@
 reports: torch **and the whole compiler** imported, CUDA not initialised.
 
 The plain server (engine/forked.py) holds torch and the model libraries, and no compiler,
-because its forks' first calls are the cold and warm compiles the product reports.  Processes from index 2 on of a compiled variant
-(``schedule.Job.reported`` is false) are further measuring processes: their first call is a
-warm-cache compile that the product does not report, so their process may also hold what that
-call imports (the rest of inductor's compile path, Triton, CUDA-graph trees:
-``engine.preload_compiler``).  On the H200 host the seed-MLP run forked 16 processes that all
+because its forks' first calls are the cold and warm compiles the product reports.  Processes
+from index 2 on of a compiled variant (``schedule.Job.reported`` is false) are further measuring
+processes: their first call is a warm-cache compile that the product does not report, so their
+process may also hold what that call imports (the rest of inductor's compile path, Triton,
+CUDA-graph trees: ``engine.preload_compiler``).  On the H200 host the seed-MLP run forked 16 processes that all
 imported the compiler at once: 6-7 s each under that contention, 88 CPU-seconds, and every
 reported compile had to wait for them (a compile beside them reads slow).
 
 The server is ``multiprocessing``'s fork server, a second instance (the first, plain one is
 ``engine.forked``'s): a ``Process`` subclass whose ``Popen`` connects to this instance
 instead of the module's default one.  It is used only where processes run side by side
-(``concurrency`` > 1): one at a time, its start-up (torch and compiler, 4.7 s alone on the
+(``concurrency`` > 1) and the model needs no library (``start`` says why): one at a time, its start-up (torch and compiler, 4.7 s alone on the
 2-core host) would cost more than the imports it saves.  It is used once ready (``usable``,
 which never waits); until then, or if its imports left CUDA initialised (then it never says
 ready), further processes fork from the plain server as before.  While it imports
