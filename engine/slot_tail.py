@@ -36,10 +36,17 @@ def explain_ahead(model: Any, inputs: Any, clock: Any) -> None:
     nobody reports), before that call: trace the graph breaks for the whole run.
     ``torch._dynamo.explain`` resets dynamo before and after, so the process's own compile
     that follows starts clean; the slot tails read the result (engine/run_share.py), and
-    compute it themselves if this process was ended first."""
+    compute it themselves if this process was ended first.  A trace that raises is left to the
+    cold process's tail, which reports it as before, rather than costing this variant one of
+    its measuring processes; dynamo is reset here, as explain does when it completes."""
     with clock.phase("explain"):
-        run_share.once("explain", lambda: signals.explain_breaks(model, inputs),
-                       run_share.explained_ok)
+        try:
+            run_share.once("explain", lambda: signals.explain_breaks(model, inputs),
+                           run_share.explained_ok)
+        except Exception:  # noqa: BLE001 - see above: the tail traces again and says why
+            import torch._dynamo
+
+            torch._dynamo.reset()
 
 
 def record(res: dict[str, Any], *, run: dict[str, Any], variant: str, device: str,

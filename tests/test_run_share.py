@@ -128,3 +128,24 @@ def test_one_profiler_pass_gives_the_kernel_figures():
     assert lost.kernel_figures() == {"kernels_per_call": None, "device_busy_ms_per_call": None}
     lost.error = "RuntimeError: profiler"
     assert lost.kernel_figures() is None  # the caller profiles again
+
+
+def test_a_trace_ahead_that_raises_is_left_to_the_tail(tmp_path, monkeypatch):
+    """A further process whose break trace raises goes on to its own compile (the variant keeps
+    the process); nothing is left shared, so the cold process's tail traces and reports it."""
+    import torch._dynamo
+
+    from engine import signals, slot_tail
+    from engine.child import PhaseClock
+
+    def boom(model, inputs):
+        raise RuntimeError("explain failed")
+
+    resets = []
+    monkeypatch.setenv(run_share.ENV, str(tmp_path))
+    monkeypatch.setattr(signals, "explain_breaks", boom)
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: resets.append(1))
+    clock = PhaseClock()
+    slot_tail.explain_ahead(object(), (), clock)
+    assert [p["name"] for p in clock.phases] == ["explain"] and resets == [1]
+    assert not (tmp_path / "explain.json").exists()
