@@ -302,7 +302,8 @@ def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,
         cache.mkdir(exist_ok=True)
         phase = "warm_cache" if j.index > 0 else "cold"
         j.handle = ChildProcess(spec, j.variant, phase, cache, root, index=j.index, gated=gated,
-                                explain_ahead=gated and explains_ahead(j, plan))
+                                explain_ahead=gated and concurrency > 1
+                                and explains_ahead(j, plan))
 
     while True:
         # Progress first: the caller's heartbeat is throttled, and a cancel check every tick
