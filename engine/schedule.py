@@ -138,7 +138,8 @@ def explains_ahead(job: Job, plan: list[Job], cpus: int | None = None) -> bool:
     the other further processes' compiles (on the H200 host BERT-base's trace had taken 2.9 s
     of a timing slot; ahead it took 3.9 s and made the further compiles' phase 2.5 s longer,
     a net 0.4 s; the seed MLP's 0.3 s fit inside that phase).  The runner asks only where
-    processes run side by side.  Not on smaller hosts: on the 2-core CPU host the seed MLP's trace took
+    processes run side by side; a training step's trace stays in the tail (the child traces
+    ahead for inference only: a trace runs the model, which would move a training run's state).  Not on smaller hosts: on the 2-core CPU host the seed MLP's trace took
     1.8 s in a fresh fork (imports that the cold process has made by its slot, where it takes
     0.1 s), and the further compiles beside it ended 1.4 s later."""
     if (job.reported or not job.compiles or job.speculative

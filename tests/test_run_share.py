@@ -94,7 +94,7 @@ def test_the_second_compiled_variant_reads_the_first_ones_break_trace(tmp_path):
     assert second["graph_break_count"] == 3  # its own dynamo counters agree
 
 
-@pytest.mark.slow  # two measuring children (backend "eager": no compile), ~30 s here
+@pytest.mark.slow  # three measuring children (backend "eager": no compile), ~45 s here
 def test_a_further_process_traces_the_breaks_before_its_first_call(tmp_path):
     """The further process the runner picks (engine/schedule.explains_ahead) traces the run's
     graph breaks before its own first call, a compile nobody reports; the cold process's slot
