@@ -16,6 +16,7 @@ from sqlalchemy import Engine, MetaData, func, insert, inspect, select, text
 from storage.db import (
     DEFAULT_URL,
     ENV_VAR,
+    HEAD_REVISION,
     SchemaError,
     alembic_config,
     create_db_engine,
@@ -65,6 +66,22 @@ def test_default_database_is_created_in_cwd(monkeypatch, tmp_path):
         assert (tmp_path / "compilelab.db").exists()
     finally:
         db.dispose()
+
+
+def test_the_head_revision_constant_is_alembics_head():
+    """``HEAD_REVISION`` lets an up-to-date database open without importing Alembic; a new
+    migration must move it too, or every open would take the slow path (and this fails)."""
+    assert head_revision() == HEAD_REVISION
+
+
+def test_opening_an_up_to_date_database_imports_no_alembic(tmp_path):
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    open_database(url).dispose()  # creates and migrates (Alembic)
+    code = ("import sys; from storage import open_database; open_database(sys.argv[1]).dispose();"
+            " print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))")
+    out = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1]).stdout
+    assert out.strip() == "[]"
 
 
 def test_migrates_empty_database_to_head(storage_url):
