@@ -22,6 +22,14 @@ cold compile at one preparation, timing from the spec's minimum timing time).  B
 process has been through a stage there is no estimate.  With one process at a time this is the
 sum over processes of prepare + compile + time, as before.  The runner calls ``sync`` with its
 plan on every tick; the states' changes are the observations.
+
+Before this run has seen a stage, earlier runs of the same model on this host say what it
+takes (``priors``: the caller reads them from the database, ``stage_seconds`` turns their
+stored phases into stage durations), by kind and variant: a max-autotune cold compile is not a
+default one.  A stage that runs past its estimate is not "about to end": what is left of it is
+at least a quarter of the larger of its estimate and its time so far.  The bar's fraction never
+goes back (a longer estimate slows it down instead).  ``scripts/eta_replay.py`` replays stored
+runs through this estimate and prints how far off it was.
 """
 
 from __future__ import annotations
@@ -37,23 +45,92 @@ STAGE_OF = {"preparing": "prepare", "compile_wait": None, "compiling": "compile"
 ENDED = ("done", "dropped")
 
 
+OVERRUN = 0.25
+"""What is left of a stage that has run about as long as its estimate or longer, as a share of
+the larger of the two (a stage that overran tends to go on: a growing remainder, not zero)."""
+
+
+MAX_STAGE_S = 24 * 3600.0
+"""A stored stage longer than this is not a duration to expect (a clock jump, a bad row)."""
+
+
 def kind_of(job: Any) -> str:
-    if job.variant == "eager":
+    return kind_of_process(job.variant, job.index)
+
+
+def kind_of_process(variant: str, index: int) -> str:
+    if variant == "eager":
         return "eager"
-    return "cold" if job.index == 0 else "warm" if job.index == 1 else "extra"
+    return "cold" if index == 0 else "warm" if index == 1 else "extra"
+
+
+def state_changes(variant: str, proc: dict[str, Any]) -> list[tuple[float, str]] | None:
+    """(unix time, state) of a stored measuring process, as the runner saw it: preparing from
+    its spawn until its first gate, then (compiled) waiting to compile, compiling from that
+    gate's opening (the compile workers' end counts as settling), waiting to time, and timing
+    from that gate's opening until the process ended.  None for a process without the gates'
+    waits (a run one process at a time) or without its times."""
+    phases = sorted((p for p in proc.get("phases") or [] if isinstance(p, dict)),
+                    key=lambda p: float(p["start"]))
+    waits = [p for p in phases if p.get("name") == "waiting"]
+    spawned = proc.get("spawned_at") or proc.get("started_at")
+    ended = proc.get("ended_at")
+    if not waits or not spawned or not ended:
+        return None
+    out = [(float(spawned), "preparing")]
+    if variant == "eager":
+        out += [(float(waits[0]["start"]), "time_wait"), (float(waits[0]["end"]), "timing")]
+    elif len(waits) >= 2:
+        out += [(float(waits[0]["start"]), "compile_wait"), (float(waits[0]["end"]), "compiling")]
+        settle = next((p for p in phases if p.get("name") == "compile workers"
+                       and waits[0]["end"] <= p["start"] <= waits[1]["start"]), None)
+        if settle is not None:
+            out.append((float(settle["start"]), "settling"))
+        out += [(float(waits[1]["start"]), "time_wait"), (float(waits[1]["end"]), "timing")]
+    else:
+        return None
+    return out + [(float(ended), "done")]
+
+
+def stage_seconds(processes: Iterable[tuple[str, int, dict[str, Any]]]
+                  ) -> dict[tuple[str, str, str], list[float]]:
+    """{(stage, kind, variant): [seconds, ...]} from stored processes ``(variant, index,
+    process)`` of earlier runs: the priors ``Eta`` starts from."""
+    out: dict[tuple[str, str, str], list[float]] = {}
+    for variant, index, proc in processes:
+        try:  # stored rows are hostile: only finite times in order count
+            changes = state_changes(str(variant), proc)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+        if changes is None or any(not math.isfinite(t) for t, _ in changes):
+            continue
+        kind = kind_of_process(variant, index)
+        stage, since = None, 0.0
+        for t, state in changes:  # consecutive states of one stage (compiling, settling) add up
+            now = STAGE_OF.get(state)
+            if now == stage:
+                continue
+            if stage is not None and 0 <= t - since <= MAX_STAGE_S:
+                out.setdefault((stage, kind, str(variant)), []).append(t - since)
+            stage, since = now, t
+    return out
 
 
 class Eta:
     def __init__(self, *, concurrency: int = 1, compile_slots: int = 1,
-                 min_time_s: float = 0.5, clock: Callable[[], float] = time.monotonic) -> None:
+                 min_time_s: float = 0.5, clock: Callable[[], float] = time.monotonic,
+                 priors: dict[tuple[str, str, str], list[float]] | None = None) -> None:
         self.concurrency = max(int(concurrency), 1)
         self.compile_slots = max(int(compile_slots), 1)
         self.timing_prior_s = 2 * float(min_time_s) + 0.5
         self.clock = clock
         self.started = clock()
-        self.took: dict[tuple[str, str], list[float]] = {}
+        # (stage, kind, variant) -> seconds: this run's observations, and earlier runs'
+        self.took: dict[tuple[str, str, str], list[float]] = {}
+        self.priors = {k: [float(x) for x in v] for k, v in (priors or {}).items() if v}
         # per job (by identity): (current stage or None, when it entered it)
         self._seen: dict[int, tuple[str | None, float]] = {}
+        self._shown = 0.0  # the largest fraction reported so far: the bar never goes back
 
     # -- observations ---------------------------------------------------------------------
     def sync(self, plan: Iterable[Any]) -> None:
@@ -69,51 +146,67 @@ class Eta:
                 continue
             if stage != before[0] or j.state in ENDED:
                 if before[0] is not None and j.state != "dropped":
-                    self.took.setdefault((before[0], kind_of(j)), []).append(now - before[1])
+                    self.took.setdefault((before[0], kind_of(j), j.variant), []).append(
+                        now - before[1])
                 if j.state in ENDED:
                     self._seen[key] = (None, now)
                 elif stage is not None or before[0] is not None:
                     self._seen[key] = (stage, now)
 
     # -- what one stage of one kind takes -------------------------------------------------
-    def _mean(self, stage: str, kind: str) -> float | None:
-        took = self.took.get((stage, kind))
-        return sum(took) / len(took) if took else None
+    def _mean(self, stage: str, kinds: Iterable[str], variant: str | None = None
+              ) -> float | None:
+        """Mean seconds of ``stage`` for processes of ``kinds``: this run's of ``variant``,
+        else earlier runs' of it, else this run's of any variant, else earlier runs'."""
+        kinds = tuple(kinds)
+        for by_variant in ((True, False) if variant is not None else (False,)):
+            for source in (self.took, self.priors):
+                xs = [x for (s, k, v), vals in source.items()
+                      if s == stage and k in kinds and (not by_variant or v == variant)
+                      for x in vals]
+                if xs:
+                    return sum(xs) / len(xs)
+        return None
 
-    def _any(self, stage: str) -> float | None:
-        took = [x for (s, _), xs in self.took.items() if s == stage for x in xs]
-        return sum(took) / len(took) if took else None
+    def prepare_s(self, kind: str, variant: str | None = None) -> float | None:
+        """A process's preparation: its kind's; else a reported process's from the other
+        reported kind (both import the compiler themselves), a further one's from eager's (both
+        fork from the same server: the compiler server where there is one, engine/
+        compiler_server.py, and then neither imports the compiler); else any kind's."""
+        like = {"cold": ("warm", "extra"), "warm": ("cold", "extra"),
+                "extra": ("eager", "warm", "cold"), "eager": ("extra",)}[kind]
+        return (self._mean("prepare", [kind], variant) or self._mean("prepare", [kind])
+                or next((m for k in like if (m := self._mean("prepare", [k]))), None)
+                or self._mean("prepare", KINDS))
 
-    def prepare_s(self, kind: str) -> float | None:
-        return self._mean("prepare", kind) or self._any("prepare")
-
-    def compile_s(self, kind: str) -> float | None:
-        own = self._mean("compile", kind)
+    def compile_s(self, kind: str, variant: str | None = None) -> float | None:
+        """A first compiled call: its kind's; a cold one guessed at one compiled process's
+        preparation (which imports the compiler); a warm-cache one at a further one's, else at
+        a third of the cold one."""
+        own = self._mean("compile", [kind], variant)
         if own is not None:
             return own
-        cold = self._mean("compile", "cold")
         if kind == "cold":
-            return self._any("prepare")
-        warm = self._mean("compile", "warm") or self._mean("compile", "extra")
-        if warm is not None:
-            return warm
-        base = cold if cold is not None else self._any("prepare")
+            return self.prepare_s("cold", variant)
+        other = self._mean("compile", ["warm", "extra"], variant)
+        if other is not None:
+            return other
+        base = self._mean("compile", ["cold"], variant) or self.prepare_s("cold", variant)
         return base / 3 if base is not None else None
 
-    def time_s(self, kind: str) -> float:
-        """A process's timing stage: its own kind's mean; else from another kind's (a cold
-        process also profiles and checks accuracy: about twice a warm one; eager's is like a
-        cold one's); else the spec's minimum timing time, doubled, plus half a second."""
-        seen = {k: self._mean("time", k) for k in KINDS}
-        light = seen["warm"] or seen["extra"]
-        guesses = {
-            "eager": [seen["eager"], seen["cold"], 2 * light if light else None],
-            "cold": [seen["cold"], 2 * light if light else None, seen["eager"]],
-            "warm": [seen["warm"], seen["extra"], (seen["cold"] or seen["eager"] or 0) / 2],
-            "extra": [seen["extra"], seen["warm"], (seen["cold"] or seen["eager"] or 0) / 2],
-        }[kind]
-        return next((g for g in guesses if g), self.timing_prior_s * (2 if kind == "cold"
-                                                                      else 1))
+    def time_s(self, kind: str, variant: str | None = None) -> float:
+        """A process's timing slot: its kind's; else another kind's (every slot times for at
+        least the spec's minimum; a cold one also profiles, and eager's profiles too); else the
+        spec's minimum timing time, doubled, plus half a second (doubled for a cold one)."""
+        order = {"eager": ("eager", "cold", "warm", "extra"),
+                 "cold": ("cold", "eager", "warm", "extra"),
+                 "warm": ("warm", "extra", "eager", "cold"),
+                 "extra": ("extra", "warm", "eager", "cold")}[kind]
+        for k in order:
+            seen = self._mean("time", [k], variant)
+            if seen:
+                return seen
+        return self.timing_prior_s * (2 if kind == "cold" else 1)
 
     # -- the estimate ---------------------------------------------------------------------
     def seconds_left(self, plan: Iterable[Any]) -> float | None:
@@ -121,18 +214,22 @@ class Eta:
         if not jobs:
             return 0.0
         now = self.clock()
-        if not self.took:
+        if not self.took and not self.priors:
             return None  # nothing to go on yet
 
         def elapsed(j: Any) -> float:
             seen = self._seen.get(id(j))
             return now - seen[1] if seen else 0.0
 
-        def prepare(j: Any) -> float:  # none seen (a run without gates): inside "time"
-            return self.prepare_s(kind_of(j)) or 0.0
+        def left(estimate: float, j: Any) -> float:
+            """What is left of a stage estimated at ``estimate`` that ``j`` is in."""
+            e = elapsed(j)
+            return max(estimate - e, OVERRUN * max(estimate, e))
 
-        prep = max((max(prepare(j) - elapsed(j), 0.0)
-                    for j in jobs if j.state == "preparing"), default=0.0)
+        def prepare(j: Any) -> float:  # none seen (a run without gates): inside "time"
+            return self.prepare_s(kind_of(j), j.variant) or 0.0
+
+        prep = max((left(prepare(j), j) for j in jobs if j.state == "preparing"), default=0.0)
         pending = [j for j in jobs if j.state == "pending"]
         if pending:
             prep += math.ceil(len(pending) / self.concurrency) * max(map(prepare, pending))
@@ -142,9 +239,9 @@ class Eta:
             if not j.compiles or j.state not in ("pending", "preparing", "compile_wait",
                                                  "compiling", "settling"):
                 continue
-            c = self.compile_s(kind_of(j)) or 0.0
+            c = self.compile_s(kind_of(j), j.variant) or 0.0
             if j.state in ("compiling", "settling"):
-                c = max(c - elapsed(j), 0.05 * c)
+                c = left(c, j)
             if j.autotunes:
                 alone += c
             elif j.reported and j.index == 0:
@@ -157,17 +254,19 @@ class Eta:
 
         timing = 0.0
         for j in jobs:
-            t = self.time_s(kind_of(j))
-            timing += max(t - elapsed(j), 0.05 * t) if j.state == "timing" else t
+            t = self.time_s(kind_of(j), j.variant)
+            timing += left(t, j) if j.state == "timing" else t
         return prep + compiles + timing
 
     def fraction(self, plan: Iterable[Any]) -> float | None:
-        """Share of the run done, by time (None without an estimate)."""
+        """Share of the run done, by time (None without an estimate).  It never goes back: a
+        longer estimate holds the bar where it is until time catches up."""
         left = self.seconds_left(plan)
         if left is None:
             return None
         spent = self.clock() - self.started
-        return spent / (spent + left) if spent + left > 0 else 1.0
+        self._shown = max(self._shown, spent / (spent + left) if spent + left > 0 else 1.0)
+        return self._shown
 
 
 def describe(seconds: float | None) -> str:

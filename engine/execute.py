@@ -130,7 +130,7 @@ def execute_run(
 
     beat(None, "building", 0.0, force=True)
     res = run_variants(spec, on_progress=progress, should_cancel=should_cancel, on_result=store,
-                       on_artifact=keep_file)
+                       on_artifact=keep_file, eta_priors=_eta_priors(db, spec, env, log))
     if stop_requested() and not state["cancel"]:
         # The run goes back to the queue; a half-measured variant is not a result.
         return "interrupted"
@@ -153,3 +153,21 @@ def execute_run(
     for f in held_files:
         save_file(*f)
     return status
+
+
+def _eta_priors(db: Any, spec: dict[str, Any], env: dict[str, Any], log: Log
+                ) -> dict[tuple[str, str, str], list[float]] | None:
+    """What each stage took in this host's latest runs of the model (engine/eta.py): the live
+    ETA starts from them instead of guessing until this run's own processes have been through
+    each stage (replayed over stored runs, ``scripts/eta_replay.py --history``).  A history
+    that cannot be read only costs the estimate its head start."""
+    from engine.eta import stage_seconds
+    from storage.history import recent_processes
+
+    try:
+        return stage_seconds(recent_processes(
+            db, str(spec.get("model")), str(spec.get("device")), host=env.get("host"),
+            dims=spec.get("dims"), dtype=spec.get("dtype"))) or None
+    except Exception as e:  # the estimate is a convenience; the run goes on without it
+        log(f"the ETA starts without history: {type(e).__name__}: {str(e)[:200]}")
+        return None

@@ -106,6 +106,7 @@ def run_variants(
     should_cancel: CancelFn = lambda: False,
     on_result: ResultFn = lambda r: None,
     on_artifact: ArtifactFn = lambda v, k, m, b: None,
+    eta_priors: dict[tuple[str, str, str], list[float]] | None = None,
 ) -> list[dict[str, Any]]:
     """Measure every variant of ``spec`` and return the results with statistics added.
 
@@ -120,7 +121,8 @@ def run_variants(
     ``target_halfwidth``, up to ``max_processes`` or ``process_budget_s`` seconds of extra
     processes; why it stopped is stored.  With ``warm_cache`` a compiled variant gets at least
     two processes.  ``on_result`` is called after every process with the variant's result so
-    far, so that nothing measured is lost if a later process crashes."""
+    far, so that nothing measured is lost if a later process crashes.  ``eta_priors``: what each
+    stage took in earlier runs of the model (``engine.eta.stage_seconds``), for the live ETA."""
     variants = list(spec["variants"])
     compiled = [v for v in variants if v != "eager"]
     k_min = max(int(spec.get("processes", 1)), 2 if spec.get("warm_cache", True) else 1)
@@ -148,7 +150,7 @@ def run_variants(
     done_count = {v: 0 for v in compiled}
     extra_since: list[float] = []
     eta = Eta(concurrency=concurrency, compile_slots=compile_slots,
-              min_time_s=float(spec.get("min_time_s", 0.5)))
+              min_time_s=float(spec.get("min_time_s", 0.5)), priors=eta_priors)
     scheduling = {"concurrency": concurrency, "compile_slots": compile_slots}
 
     failed: dict[str, list[dict[str, Any]]] = {}  # further processes' failures by variant

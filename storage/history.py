@@ -1,5 +1,6 @@
 """Seconds that measuring processes took in earlier runs of a model, for a grid's estimate
-before it starts (engine/grid_plan.py).  Plain dicts, no pandas."""
+before it starts (engine/grid_plan.py) and the live ETA's priors (engine/eta.py).  Plain dicts,
+no pandas."""
 
 from __future__ import annotations
 
@@ -38,3 +39,33 @@ def _per_process(extra: Any) -> float | None:
     total = sum(float(v) for v in extra["time_s"].values() if isinstance(v, (int, float)))
     n = len(extra.get("processes") or []) or 1
     return total / n if total > 0 else None
+
+
+def recent_processes(db: Database, model: str, device: str, *, host: str | None = None,
+                     dims: Any = None, dtype: str | None = None, runs: int = 5
+                     ) -> list[tuple[str, int, dict[str, Any]]]:
+    """``(variant, index, process)`` of every measuring process stored for the latest ``runs``
+    finished runs of ``model`` on ``device`` (on ``host`` where given, as the run's environment
+    recorded it): the live ETA's priors (engine/eta.py ``stage_seconds``).  Runs of the same
+    ``dims`` and ``dtype`` are preferred where there are any.  The processes are as stored
+    (hostile until checked: the ETA reads only numbers it can use)."""
+    with db.session() as session:
+        rows = session.execute(
+            select(Run.id, Run.environment, Run.dims, Run.dtype)
+            .where(Run.model == model, Run.device == device, Run.status == "done")
+            .order_by(Run.id.desc()).limit(4 * runs)).all()
+        if host is not None:
+            rows = [r for r in rows if isinstance(r.environment, dict)
+                    and r.environment.get("host") == host]
+        same = [r for r in rows if r.dims == dims and r.dtype == dtype]
+        ids = [r.id for r in (same or rows)[:runs]]
+        if not ids:
+            return []
+        out: list[tuple[str, int, dict[str, Any]]] = []
+        for variant, extra in session.execute(
+                select(VariantResult.variant, VariantResult.extra)
+                .where(VariantResult.run_id.in_(ids), VariantResult.status == "ok")):
+            procs = extra.get("processes") if isinstance(extra, dict) else None
+            if isinstance(procs, list):
+                out += [(str(variant), i, p) for i, p in enumerate(procs) if isinstance(p, dict)]
+        return out

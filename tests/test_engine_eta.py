@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.eta import Eta, describe
+from engine.eta import Eta, describe, stage_seconds
 from engine.schedule import Job
 
 TIMELINES = json.loads((Path(__file__).parent / "fixtures" / "h200_timelines.json").read_text())
@@ -36,22 +36,23 @@ def test_one_at_a_time_sums_prepare_compile_and_time_per_process():
     plan = [Job("eager", 0), Job("default", 0), Job("default", 1)]
     eta = Eta(concurrency=1, compile_slots=1, min_time_s=0.5, clock=c)
     step(eta, c, plan, 0.0, eager_0="preparing")
-    assert eta.seconds_left(plan) is None  # nothing observed yet: no guess
+    assert eta.seconds_left(plan) is None  # nothing observed yet, no history: no guess
     step(eta, c, plan, 3.0, eager_0="time_wait")
     step(eta, c, plan, 3.0, eager_0="timing")
     step(eta, c, plan, 5.0, eager_0="done", default_0="preparing")
-    # left: default 0 (prepare 3 s, cold compile guessed at one preparation, time like eager's)
-    # and default 1 (prepare 3, warm compile a third of the cold guess, time half eager's)
-    assert eta.seconds_left(plan) == pytest.approx(3 + 3 + 2 + 3 + 1 + 1)
+    # left: default 0 (prepare 3 s like eager's, cold compile guessed at one preparation, time
+    # like eager's) and default 1 (prepare 3, warm compile a third of the cold guess, time
+    # like eager's)
+    assert eta.seconds_left(plan) == pytest.approx(3 + 3 + 3 + 1 + 2 + 2)
     step(eta, c, plan, 8.0, default_0="compile_wait")
     step(eta, c, plan, 8.0, default_0="compiling")
     step(eta, c, plan, 17.0, default_0="time_wait")  # the cold compile took 9 s
     step(eta, c, plan, 17.0, default_0="timing")
-    step(eta, c, plan, 18.0)  # 1 s into a timing guessed at 2 s; default 1: 3 + 3 + 1
-    assert eta.seconds_left(plan) == pytest.approx(1 + 3 + 3 + 1)
-    assert eta.fraction(plan) == pytest.approx(18 / (18 + 8))
-    step(eta, c, plan, 40.0)  # overrunning never makes it negative
-    assert eta.seconds_left(plan) >= 3 + 3 + 1
+    step(eta, c, plan, 18.0)  # 1 s into a timing guessed at 2 s; default 1: 3 + 9 / 3 + 2
+    assert eta.seconds_left(plan) == pytest.approx(1 + 3 + 3 + 2)
+    assert eta.fraction(plan) == pytest.approx(18 / (18 + 9))
+    step(eta, c, plan, 40.0)  # overrunning: what is left of it grows with its time so far
+    assert eta.seconds_left(plan) == pytest.approx(0.25 * 23 + 3 + 3 + 2)
 
 
 def test_adaptive_processes_add_to_what_is_left():
@@ -63,7 +64,65 @@ def test_adaptive_processes_add_to_what_is_left():
         step(eta, c, plan, float(t), default_0=state)
     assert eta.seconds_left(plan) == 0.0
     plan.append(Job("default", 1))
-    assert eta.seconds_left(plan) == pytest.approx(2 + 4 / 3 + 1)  # cold's time halved
+    assert eta.seconds_left(plan) == pytest.approx(2 + 4 / 3 + 2)  # the cold one's timing
+
+
+def test_the_bar_never_goes_back_when_the_estimate_grows():
+    """A compile that runs far past its estimate makes the estimate grow; the fraction holds
+    until time catches up instead of going back (the CLI's bar went back 4-7 times a run)."""
+    c = Clock()
+    plan = [Job("eager", 0), Job("default", 0)]
+    eta = Eta(concurrency=2, compile_slots=1, clock=c)
+    step(eta, c, plan, 0.0, eager_0="preparing", default_0="preparing")
+    step(eta, c, plan, 1.0, eager_0="time_wait", default_0="compile_wait")
+    step(eta, c, plan, 1.0, eager_0="timing")
+    step(eta, c, plan, 2.0, eager_0="done", default_0="compiling")
+    shown, lefts = [], []
+    for t in range(2, 60):
+        step(eta, c, plan, float(t))
+        lefts.append(eta.seconds_left(plan))
+        shown.append(eta.fraction(plan))
+    assert lefts[-1] > lefts[5]  # the overrunning compile: more left, not "about 0 s"
+    assert all(b >= a for a, b in zip(shown, shown[1:], strict=False))
+
+
+def test_earlier_runs_give_an_estimate_from_the_start_by_variant():
+    """With the stage times of earlier runs of the model (per variant: a max-autotune cold
+    compile is not a default one) there is an estimate before anything was observed."""
+    c = Clock()
+    priors = {("prepare", "eager", "eager"): [1.0], ("time", "eager", "eager"): [0.5],
+              ("prepare", "cold", "default"): [2.0], ("prepare", "cold", "max-autotune"): [2.0],
+              ("compile", "cold", "default"): [3.0], ("compile", "cold", "max-autotune"): [20.0],
+              ("time", "cold", "default"): [1.0], ("time", "cold", "max-autotune"): [1.0]}
+    plan = [Job("eager", 0), Job("default", 0), Job("max-autotune", 0)]
+    eta = Eta(concurrency=3, compile_slots=1, clock=c, priors=priors)
+    step(eta, c, plan, 0.0, eager_0="preparing", default_0="preparing",
+         **{"max-autotune_0": "preparing"})
+    assert eta.seconds_left(plan) == pytest.approx(2.0 + 20.0 + 3.0 + 0.5 + 1.0 + 1.0)
+    # this run's own observation of a stage wins over the earlier runs'
+    step(eta, c, plan, 1.0, eager_0="time_wait")
+    step(eta, c, plan, 1.0, eager_0="timing")
+    step(eta, c, plan, 3.0, eager_0="done")
+    assert eta.time_s("eager", "eager") == pytest.approx(2.0)
+
+
+def _process(spawn: float, waits: list[tuple[float, float]], end: float) -> dict:
+    phases = [{"name": "waiting", "start": a, "end": b} for a, b in waits]
+    return {"spawned_at": spawn, "ended_at": end, "phases": phases}
+
+
+def test_stage_seconds_from_stored_processes_and_hostile_rows():
+    good = [("eager", 0, _process(100.0, [(101.0, 103.0)], 104.0)),
+            ("default", 0, _process(100.0, [(102.0, 103.0), (108.0, 110.0)], 111.5))]
+    bad = [("default", 1, {"spawned_at": "x", "ended_at": 5, "phases": [{"name": "waiting"}]}),
+           ("default", 2, _process(float("nan"), [(1.0, 2.0), (3.0, 4.0)], 5.0)),
+           ("default", 3, {"phases": "not a list"}),
+           ("default", 4, _process(10.0, [(11.0, 12.0), (13.0, 1e12)], 2e12))]
+    got = stage_seconds(good + bad)
+    assert got == {("prepare", "eager", "eager"): [1.0], ("time", "eager", "eager"): [1.0],
+                   ("prepare", "cold", "default"): [2.0], ("compile", "cold", "default"): [5.0],
+                   ("time", "cold", "default"): [1.5],
+                   ("prepare", "extra", "default"): [1.0], ("compile", "extra", "default"): [1.0]}
 
 
 def replay(name: str) -> list[tuple[float, float]]:
