@@ -19,7 +19,7 @@ process not done.  Each stage's duration comes from this run's processes that ha
 through it, by kind (eager, cold, warm = the first warm-cache process, extra = the further
 ones); before one has, from the others (a warm compile is guessed at a third of a cold one, a
 cold compile at one preparation, timing from the spec's minimum timing time).  Before any
-process has been through a stage there is no estimate.  With one process at a time this is the
+process has been through a stage (and without earlier runs, below) there is no estimate.  With one process at a time this is the
 sum over processes of prepare + compile + time, as before.  The runner calls ``sync`` with its
 plan on every tick; the states' changes are the observations.
 
@@ -131,6 +131,7 @@ class Eta:
         # per job (by identity): (current stage or None, when it entered it)
         self._seen: dict[int, tuple[str | None, float]] = {}
         self._shown = 0.0  # the largest fraction reported so far: the bar never goes back
+        self._memo: dict[tuple[str, tuple[str, ...], str | None], float | None] = {}
 
     # -- observations ---------------------------------------------------------------------
     def sync(self, plan: Iterable[Any]) -> None:
@@ -148,6 +149,7 @@ class Eta:
                 if before[0] is not None and j.state != "dropped":
                     self.took.setdefault((before[0], kind_of(j), j.variant), []).append(
                         now - before[1])
+                    self._memo.clear()
                 if j.state in ENDED:
                     self._seen[key] = (None, now)
                 elif stage is not None or before[0] is not None:
@@ -159,6 +161,13 @@ class Eta:
         """Mean seconds of ``stage`` for processes of ``kinds``: this run's of ``variant``,
         else earlier runs' of it, else this run's of any variant, else earlier runs'."""
         kinds = tuple(kinds)
+        key = (stage, kinds, variant)
+        if key not in self._memo:  # asked many times a tick (every 20 ms, beside timing)
+            self._memo[key] = self._mean_of(stage, kinds, variant)
+        return self._memo[key]
+
+    def _mean_of(self, stage: str, kinds: tuple[str, ...], variant: str | None
+                 ) -> float | None:
         for by_variant in ((True, False) if variant is not None else (False,)):
             for source in (self.took, self.priors):
                 xs = [x for (s, k, v), vals in source.items()
