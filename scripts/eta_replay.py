@@ -17,7 +17,6 @@ a time (no gates) has no stored waits and is skipped.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -28,14 +27,9 @@ sys.path.insert(0, str(ROOT))
 
 from engine.eta import Eta, describe, stage_seconds, state_changes  # noqa: E402
 from engine.schedule import Job, resolve  # noqa: E402
+from scripts.run_timeline import load  # noqa: E402  (the run as `engine show --json` gives it)
 
 TICK_S = 0.1
-
-
-def load(run_id: str, db: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "engine", "show", run_id, "--json", "--db", db],
-                         cwd=ROOT, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
 
 
 def processes(run: dict) -> list[tuple[str, int, dict]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.eta import Eta, describe, stage_seconds
+from engine.eta import Eta, describe, stage_seconds, state_changes
 from engine.schedule import Job
 
 TIMELINES = json.loads((Path(__file__).parent / "fixtures" / "h200_timelines.json").read_text())
@@ -126,30 +126,17 @@ def test_stage_seconds_from_stored_processes_and_hostile_rows():
 
 
 def replay(name: str) -> list[tuple[float, float]]:
-    """(actual seconds left, estimate) every second of a stored H200 run, its processes' states
-    rebuilt from their phases: waiting before a compile = compile_wait, compile = compiling,
-    compile workers = settling, waiting after = time_wait, then timing until the process ended."""
+    """(actual seconds left, estimate) every half second of a stored H200 run, its processes'
+    states rebuilt from their phases by ``state_changes``, as for the priors and
+    scripts/eta_replay.py."""
     run = TIMELINES[name]
     plan, events = [], []
     for p in run["processes"]:
         job = Job(p["variant"], p["index"])
         plan.append(job)
-        phases = p["phases"]
-        names = [ph[0] for ph in phases]
-        events.append((phases[0][1], job, "preparing"))
-        compiled = False
-        for k, (ph, start, end) in enumerate(phases):
-            if ph == "waiting":
-                before_compile = "compile" in names[k + 1:] and not compiled
-                events.append((start, job, "compile_wait" if before_compile else "time_wait"))
-                if not before_compile:
-                    events.append((end, job, "timing"))
-            elif ph == "compile":
-                compiled = True
-                events.append((start, job, "compiling"))
-            elif ph == "compile workers":
-                events.append((start, job, "settling"))
-        events.append((p["ended"], job, "done"))
+        stored = {"spawned_at": p["phases"][0][1], "ended_at": p["ended"],
+                  "phases": [{"name": n, "start": a, "end": b} for n, a, b in p["phases"]]}
+        events += [(t, job, state) for t, state in state_changes(p["variant"], stored)]
     events.sort(key=lambda e: e[0])
     c = Clock()
     eta = Eta(concurrency=run["concurrency"], compile_slots=run["compile_slots"], clock=c)

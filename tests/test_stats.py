@@ -347,3 +347,15 @@ def test_add_stats_unpaired_lengths_give_point_estimate_without_interval():
     st = add_stats(r)["stats"]
     assert st["speedup"] == pytest.approx(st["eager_median_ms"] / st["median_ms"])
     assert st["speedup_ci_low"] is None and st["speedup_ci_high"] is None
+
+
+def test_the_t_quantile_and_chi_square_tail_are_scipy_stats_own():
+    """engine/stats.py takes them from scipy.special (a lighter import on every run's path):
+    the same numbers as scipy.stats' t.ppf and chi2.sf, so no interval moved."""
+    from scipy import special, stats
+
+    for df in (1, 2, 3, 4, 5, 7, 10, 15, 30, 99):
+        for p in (0.95, 0.975, 0.995):
+            assert special.stdtrit(df, p) == stats.t.ppf(p, df)
+        for q in (0.0, 0.5, 3.0, 7.8, 40.0):
+            assert special.chdtrc(df, q) == stats.chi2.sf(q, df)
