@@ -167,7 +167,8 @@ def _eta_priors(db: Any, spec: dict[str, Any], env: dict[str, Any], log: Log
     try:
         return stage_seconds(recent_processes(
             db, str(spec.get("model")), str(spec.get("device")), host=env.get("host"),
-            dims=spec.get("dims"), dtype=spec.get("dtype"))) or None
+            dims=spec.get("dims"), dtype=spec.get("dtype"),
+            step=str(spec.get("step") or "inference"))) or None
     except Exception as e:  # the estimate is a convenience; the run goes on without it
         log(f"the ETA starts without history: {type(e).__name__}: {str(e)[:200]}")
         return None

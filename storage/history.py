@@ -42,18 +42,21 @@ def _per_process(extra: Any) -> float | None:
 
 
 def recent_processes(db: Database, model: str, device: str, *, host: str | None = None,
-                     dims: Any = None, dtype: str | None = None, runs: int = 5
-                     ) -> list[tuple[str, int, dict[str, Any]]]:
+                     dims: Any = None, dtype: str | None = None, step: str = "inference",
+                     runs: int = 5) -> list[tuple[str, int, dict[str, Any]]]:
     """``(variant, index, process)`` of every measuring process stored for the latest ``runs``
-    finished runs of ``model`` on ``device`` (on ``host`` where given, as the run's environment
-    recorded it): the live ETA's priors (engine/eta.py ``stage_seconds``).  Runs of the same
-    ``dims`` and ``dtype`` are preferred where there are any.  The processes are as stored
-    (hostile until checked: the ETA reads only numbers it can use)."""
+    finished runs of ``model`` on ``device`` with the same ``step`` (a training step compiles
+    and times another graph), on ``host`` where given (as the run's environment recorded it):
+    the live ETA's priors (engine/eta.py ``stage_seconds``).  Runs of the same ``dims`` and
+    ``dtype`` are preferred where there are any.  The processes are as stored (hostile until
+    checked: the ETA reads only numbers it can use)."""
     with db.session() as session:
         rows = session.execute(
-            select(Run.id, Run.environment, Run.dims, Run.dtype)
+            select(Run.id, Run.environment, Run.dims, Run.dtype, Run.spec)
             .where(Run.model == model, Run.device == device, Run.status == "done")
             .order_by(Run.id.desc()).limit(4 * runs)).all()
+        rows = [r for r in rows if isinstance(r.spec, dict)
+                and r.spec.get("step", "inference") == step]
         if host is not None:
             rows = [r for r in rows if isinstance(r.environment, dict)
                     and r.environment.get("host") == host]

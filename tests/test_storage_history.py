@@ -15,8 +15,8 @@ def _proc(spawn: float) -> dict:
 
 
 def _run(db, *, host: str, dims: dict | None = None, status: str = "done",
-         processes: object = None, model: str = "mlp") -> int:
-    spec = run_spec(model=model, device="cpu", **({"dims": dims} if dims else {}))
+         processes: object = None, model: str = "mlp", step: str = "inference") -> int:
+    spec = run_spec(model=model, device="cpu", step=step, **({"dims": dims} if dims else {}))
     run_id = enqueue_run(db, spec)
     claim_run(db, run_id, "w1")
     save_variant_result(db, run_id, variant_result(
@@ -32,6 +32,7 @@ def test_latest_finished_runs_of_the_model_on_this_host_same_shape_first(db):
     _run(db, host="a", dims={"batch": 64, "hidden": 1024})  # another shape
     _run(db, host="a", status="failed")
     _run(db, host="a", model="other")
+    train = _run(db, host="a", step="train")  # a training step: another graph
     got = recent_processes(db, "mlp", "cpu", host="a", dims={"batch": 32, "hidden": 1024},
                            dtype="float32")
     assert [(v, i, p["spawned_at"]) for v, i, p in got] == [
@@ -40,6 +41,9 @@ def test_latest_finished_runs_of_the_model_on_this_host_same_shape_first(db):
     other = recent_processes(db, "mlp", "cpu", host="a", dims={"batch": 8}, dtype="float32")
     assert len(other) == 4
     assert recent_processes(db, "mlp", "cpu", host="c") == []
+    trained = recent_processes(db, "mlp", "cpu", host="a", step="train",
+                               dims={"batch": 32, "hidden": 1024}, dtype="float32")
+    assert {p["spawned_at"] for _, _, p in trained} == {100.0 * train, 100.0 * train + 1}
 
 
 def test_stored_processes_that_are_not_dicts_are_left_out(db):
