@@ -184,7 +184,7 @@ class Eta:
         compiler_server.py, and then neither imports the compiler); else any kind's."""
         like = {"cold": ("warm", "extra"), "warm": ("cold", "extra"),
                 "extra": ("eager", "warm", "cold"), "eager": ("extra",)}[kind]
-        return (self._mean("prepare", [kind], variant) or self._mean("prepare", [kind])
+        return (self._mean("prepare", [kind], variant)
                 or next((m for k in like if (m := self._mean("prepare", [k]))), None)
                 or self._mean("prepare", KINDS))
 
@@ -267,15 +267,20 @@ class Eta:
             timing += left(t, j) if j.state == "timing" else t
         return prep + compiles + timing
 
-    def fraction(self, plan: Iterable[Any]) -> float | None:
-        """Share of the run done, by time (None without an estimate).  It never goes back: a
-        longer estimate holds the bar where it is until time catches up."""
+    def estimate(self, plan: Iterable[Any]) -> tuple[float | None, float | None]:
+        """(seconds left, share of the run done by time), both None without an estimate; the
+        runner's tick asks for both at once.  The share never goes back: a longer estimate
+        holds the bar where it is until time catches up."""
         left = self.seconds_left(plan)
         if left is None:
-            return None
+            return None, None
         spent = self.clock() - self.started
         self._shown = max(self._shown, spent / (spent + left) if spent + left > 0 else 1.0)
-        return self._shown
+        return left, self._shown
+
+    def fraction(self, plan: Iterable[Any]) -> float | None:
+        """Share of the run done, by time (``estimate``'s second half)."""
+        return self.estimate(plan)[1]
 
 
 def describe(seconds: float | None) -> str:

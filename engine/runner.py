@@ -178,11 +178,11 @@ def run_variants(
         if p is None:
             return
         phase, frac = p
-        by_time = eta.fraction(plan)
+        seconds, by_time = eta.estimate(plan)
         total = max(sum(j.state != "dropped" for j in plan), 1)
         finished = sum(j.state == "done" for j in plan)
         overall = by_time if by_time is not None else (finished + frac) / total
-        left = describe(eta.seconds_left(plan))
+        left = describe(seconds)
         on_progress(focus.variant, f"{phase} · {left}" if left else phase, min(overall, 1.0))
 
     def finish(job: Job, child: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@
 Each measuring process's stored phases give its states over time (pending until spawned,
 preparing until its first gate, waiting to compile, compiling until its next gate, waiting to
 time, timing until it ended), as the runner saw them.  Every 0.1 s of the run the states go
-through ``Eta.sync`` and ``seconds_left``, exactly as the runner's tick does, and the estimate is
+through ``Eta.sync`` and ``estimate``, exactly as the runner's tick does, and the estimate is
 set against what was really left (the run's last process end).  Printed per run: the estimate
 and the truth at 10 %, 25 %, 50 %, 75 % and 90 % of the run, the mean absolute error over the
 run, how often the progress bar went backwards, and the longest stretch in which the shown
@@ -73,7 +73,7 @@ def replay(run: dict, priors: dict | None = None) -> dict | None:
                 if when <= t:
                     job.state = state
         eta.sync(jobs)
-        ticks.append((t - t0, eta.seconds_left(jobs), eta.fraction(jobs), end - t))
+        ticks.append((t - t0, *eta.estimate(jobs), end - t))
         t += TICK_S
     return {"total": end - t0, "ticks": ticks}
 
