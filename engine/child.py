@@ -157,9 +157,9 @@ def steady_rounds(
     every call slowed *both* functions by 20-65 % (MLP default 0.196 ms per call against 0.119
     timed alone); a serving loop calls the same model over and over, which is what we time.
     Stops once ``min_samples`` per-call samples and ``min_time_s`` are reached, or at
-    ``max_time_s`` (after at least 3 rounds).  With ``k_budget_ms`` (the CPU only,
-    ``engine.pipeline_k``) the pipelined K is capped from the first block's per-call times; the
-    K of each pipelined sample is in ``pipeline_k``."""
+    ``max_time_s`` (after at least 3 rounds).  With ``k_budget_ms`` (``engine.pipeline_k``)
+    the pipelined K is capped from the first block's per-call times; the K of each pipelined
+    sample is in ``pipeline_k``."""
     names = list(fns)
     out = {n: {"per_call": [], "pipelined": [], "pipeline_k": []} for n in names}
     block, warm = max(int(block), 1), max(int(warm), 0)
@@ -188,14 +188,14 @@ def steady_rounds(
     return out
 
 
-def timing_budget(run: dict[str, Any], device: str) -> dict[str, Any]:
-    """``steady_rounds``' keyword arguments from the run spec, for ``device``."""
+def timing_budget(run: dict[str, Any]) -> dict[str, Any]:
+    """``steady_rounds``' keyword arguments from the run spec."""
     budget = dict(min_samples=int(run.get("min_samples", 30)),
                   min_time_s=float(run.get("min_time_s", 0.5)),
                   max_time_s=float(run.get("max_time_s", 10.0)),
                   k=int(run.get("pipeline_k", 50)),
-                  # the CPU only: a pipelined sample of about 75 ms (engine/pipeline_k)
-                  k_budget_ms=pipeline_k.sample_budget_ms(device))
+                  # a pipelined sample of about 75 ms at most (engine/pipeline_k)
+                  k_budget_ms=pipeline_k.SAMPLE_BUDGET_MS)
     # Blocks of 10 per-call samples per function and round; a smaller minimum-samples
     # budget (quick CPU checks) gets smaller blocks rather than more samples than asked.
     budget["block"] = min(BLOCK, budget["min_samples"])
@@ -353,7 +353,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                     compiled = torch.compile(model, **kwargs)  # a user's script: untimed
                 fn, is_eager = (lambda: compiled(*inputs)), False  # noqa: E731
 
-            budget = timing_budget(run, device)
+            budget = timing_budget(run)
             fns = {"variant": fn} if is_eager else {"eager": eager, "variant": fn}
             if phase in startup.PHASES and not is_eager:  # a start-up strategy's own process
                 stage = "compiling"

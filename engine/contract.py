@@ -201,7 +201,7 @@ FIGURES: tuple[Figure, ...] = (
     _r("pipelined_ms", "series"),
     _r("eager_pipelined_ms", "series"),
     _r("pipeline_k", "json", None, "calls per pipelined sample, one per measuring process: "
-       "the spec's pipeline_k, on the CPU capped so that a sample takes about 75 ms "
+       "the spec's pipeline_k, capped to about 75 ms of calls a sample "
        "(engine/pipeline_k.py)", column=False),
     _r("compile_phases_s", "json"),
     _r("cudagraph_skips", "json"),

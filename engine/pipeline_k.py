@@ -1,20 +1,25 @@
-"""How many calls one pipelined sample takes: the spec's ``pipeline_k``, capped by time on the CPU.
+"""How many calls one pipelined sample takes: the spec's ``pipeline_k``, capped by time.
 
 A pipelined sample is K calls back to back with one synchronise at the end, divided by K
-(``engine.timing.Timer.pipelined_ms``).  On a GPU that is a different figure from the per-call
-one: host launches overlap device work, and K = 50 keeps the pipeline's unoverlapped start
-under ~1 % of it.  On the CPU there is nothing to overlap: the "synchronise" is a no-op and K
-calls back to back are K synchronous calls, so K buys no new information, only time.  On the
-2-core CPU host (issue "time to answer") the seed MLP took ~16 ms a call: 50 calls were 0.8 s of
-each function's ~1 s a round, 3 rounds at least, in every measuring process.
+(``engine.timing.Timer.pipelined_ms``).  On a GPU host launches overlap device work; what no
+call overlaps is the pipeline's start (the first launch, tens of microseconds) and its tail, so K
+must make the sample long next to those: K = 50 keeps them under ~1 % of a 0.1 ms call's sample.
+A long call needs far fewer: on the H200, BERT-base's launch-bound eager call takes 5-9 ms, so
+each round's K = 50 sample was 0.3-0.45 s of eager calls in every one of a run's nine measuring
+processes, most of each process's 2-3 s timing slot (issue "time to answer"), for a start that is
+already well under 1 % after ten calls.  On the CPU there is nothing to overlap at all (the
+"synchronise" is a no-op), so K calls back to back are K synchronous calls and K buys only time.
 
-So on the CPU only, the sample is capped to a time budget: ``k = min(K, max(1, ceil(T /
-per-call estimate)))`` with ``T = CPU_SAMPLE_BUDGET_MS``, the estimate being the median of the
-first block of per-call samples in the process (taken just before the first pipelined sample).
-The K then stays fixed for the whole process, for every function alike, so the eager and
-compiled pipelined samples of a round are the same protocol.  The K actually used is recorded
-(``pipeline_k`` per process and in the result) and shown.  Every other device keeps the spec's
-K unchanged: the GPU's figures are measured exactly as before.
+So on every device the sample is capped to a time budget: ``k = min(K, max(1, ceil(T /
+per-call estimate)))`` with ``T = SAMPLE_BUDGET_MS``, the estimate being the median of the first
+block of per-call samples in the process (taken just before the first pipelined sample; the
+first function of a round is eager where a process times eager, so every process of a run
+estimates from the same call).  Calls under T / K (1.5 ms at the defaults, the seed MLP's 0.12
+ms on the H200) keep the spec's K: the cap binds only where a sample of K calls would take longer
+than T.  The K then stays fixed for the whole process, for every function alike, so the eager and
+compiled pipelined samples of a round are the same protocol; a compiled call S times faster than
+eager's then fills about T / S of a sample (7.5 ms at a 10x speedup, where a 30 µs start is 0.4
+%).  The K actually used is recorded (``pipeline_k`` per process and in the result) and shown.
 """
 
 from __future__ import annotations
@@ -23,15 +28,10 @@ import math
 import statistics
 from collections.abc import Sequence
 
-CPU_SAMPLE_BUDGET_MS = 75.0
-"""Target length of one pipelined sample on the CPU (ms): long enough that perf_counter's
-resolution and one slow call do not dominate, short next to a round of per-call samples."""
-
-
-def sample_budget_ms(device: str) -> float | None:
-    """The time budget of one pipelined sample on ``device``: ``CPU_SAMPLE_BUDGET_MS`` on the
-    CPU, None (K as the spec asks) anywhere else."""
-    return CPU_SAMPLE_BUDGET_MS if str(device).split(":")[0] == "cpu" else None
+SAMPLE_BUDGET_MS = 75.0
+"""Target length of one pipelined sample (ms), on every device: long enough that the timer's
+resolution, the pipeline's start and one slow call do not dominate, short next to a round of
+per-call samples."""
 
 
 def capped_k(k: int, per_call_ms: Sequence[float], budget_ms: float | None) -> int:
@@ -47,13 +47,12 @@ def capped_k(k: int, per_call_ms: Sequence[float], budget_ms: float | None) -> i
 
 
 def describe(ks: Sequence[int], asked: int | None) -> str:
-    """The K of a run for a reader: "50", or "4-6 (capped to ~75 ms a sample on the CPU; the
-    spec asked 50)" when the cap applied."""
+    """The K of a run for a reader: "50", or "4-6 (capped to ~75 ms a sample; the spec
+    asked 50)" when the cap applied."""
     used = sorted({int(k) for k in ks if isinstance(k, int) and not isinstance(k, bool)})
     if not used:
         return str(asked) if asked else "K"
     text = str(used[0]) if len(used) == 1 else f"{used[0]}-{used[-1]}"
     if asked is not None and used[0] < int(asked):
-        text += (f" (capped to ~{CPU_SAMPLE_BUDGET_MS:g} ms a sample on the CPU; the spec asked "
-                 f"{asked})")
+        text += f" (capped to ~{SAMPLE_BUDGET_MS:g} ms a sample; the spec asked {asked})"
     return text

@@ -87,8 +87,8 @@ def _cell(row: dict[str, Any], key: str | None, fmt: str | None, label: str) -> 
 
 
 def _pipeline_k(run: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    """The K of the run's pipelined samples as used (capped on the CPU, engine/pipeline_k.py);
-    runs stored before it was recorded show the spec's K."""
+    """The K of the run's pipelined samples as used (capped to ~75 ms a sample,
+    engine/pipeline_k.py); runs stored before it was recorded show the spec's K."""
     ks = [k for r in rows if isinstance(r.get("pipeline_k"), list) for k in r["pipeline_k"]]
     asked = (run.get("spec") or {}).get("pipeline_k")
     return describe_k(ks, asked if isinstance(asked, int) and not isinstance(asked, bool)
