@@ -136,8 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--compile-slots", type=int, default=DEFAULTS["compile_slots"],
                    help="reported compiles (cold and first warm-cache) at once among those "
                         "processes (0 = 1 with --concurrency 0, else --concurrency); the first "
-                        "warm-cache compiles also run together once every cold one is done; "
-                        "max-autotune's cold compile always runs alone")
+                        "warm-cache ones after every cold one; max-autotune's cold compile "
+                        "always runs alone")
     r.add_argument("--no-warm-cache", action="store_true", help="do not insist on a warm-cache process: with --processes 1 the "
                         "variant runs in one (cold) process only")
     r.add_argument("--startup-strategies", action="store_true", help="also measure start-up "

@@ -6,22 +6,22 @@ differently under the schedule's rules:
 
 * **prepare** (process start, imports, model build): side by side, so a batch of processes
   costs about one preparation, not one each;
-* **compile** (the first compiled call): cold compiles take turns in ``compile_slots`` at a
-  time, a max-autotune cold compile runs alone, the first warm-cache compiles run together,
+* **compile** (the first compiled call): the reported ones (cold, then the first warm-cache
+  ones) take turns in ``compile_slots`` at a time, a max-autotune cold compile runs alone,
   then further processes' compiles together;
 * **time** (warm-up, steady state, profiler): one process at a time, so these add up.
 
 The estimate is the sum of what is left of each: the longest preparation still running (plus
 one preparation per batch still to start), the compiles still to come (reported ones divided
-over the slots, max-autotune's cold one alone, first warm-cache ones together, further ones
-together), and the timing of every
+over the slots, max-autotune's cold one alone, further ones together), and the timing of every
 process not done.  Each stage's duration comes from this run's processes that have been
 through it, by kind (eager, cold, warm = the first warm-cache process, extra = the further
 ones); before one has, from the others (a warm compile is guessed at a third of a cold one, a
 cold compile at one preparation, timing from the spec's minimum timing time).  Before any
-process has been through a stage (and without earlier runs, below) there is no estimate.  With one process at a time this is the
-sum over processes of prepare + compile + time, as before.  The runner calls ``sync`` with its
-plan on every tick; the states' changes are the observations.
+process has been through a stage (and without earlier runs, below) there is no estimate.  With
+one process at a time this is the sum over processes of prepare + compile + time, as before.
+The runner calls ``sync`` with its plan on every tick; the states' changes are the
+observations.
 
 Before this run has seen a stage, earlier runs of the same model on this host say what it
 takes (``priors``: the caller reads them from the database, ``stage_seconds`` turns their
@@ -243,7 +243,7 @@ class Eta:
         if pending:
             prep += math.ceil(len(pending) / self.concurrency) * max(map(prepare, pending))
 
-        alone = reported = warm = extra = 0.0
+        alone = reported = extra = 0.0
         for j in jobs:
             if not j.compiles or j.state not in ("pending", "preparing", "compile_wait",
                                                  "compiling", "settling"):
@@ -253,13 +253,11 @@ class Eta:
                 c = left(c, j)
             if j.autotunes:
                 alone += c
-            elif j.reported and j.index == 0:
-                reported += c
             elif j.reported:
-                warm = max(warm, c)
+                reported += c
             else:
                 extra = max(extra, c)
-        compiles = alone + reported / self.compile_slots + warm + extra
+        compiles = alone + reported / self.compile_slots + extra
 
         timing = 0.0
         for j in jobs:

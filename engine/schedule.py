@@ -19,14 +19,15 @@ measurements as clean as one-at-a-time and the waits short:
    and warm compile times the product reports, checked against compiles run alone, issue
    "time to answer"), **never beside a preparing process**, and no process starts beside
    them (on the H200 a reduce-overhead cold compile beside fifteen processes importing the
-   compiler read 2.95 s, 55 % above the same compile alone, 1.92 s), with three exceptions.
-   The first warm-cache compiles (index 1) run together, beyond ``compile_slots``, once every
-   cold compile is done (none compiling or waiting to): a warm-cache first call loads what
-   the cold one left in the cache, little CPU and no kernel compiles (on the H200 two side by
-   side read 0.9-1.0 s each, the same as alone).  A warm-cache compile waits until its variant's
-   cold compile has filled the cache.  A max-autotune cold compile times kernels on the GPU,
-   so it runs only when no other job is preparing, compiling or settling, and nothing starts
-   or compiles beside it (its warm-cache processes find the timings in the cache).
+   compiler read 2.95 s, 55 % above the same compile alone, 1.92 s).  The first warm-cache
+   compiles (index 1) are reported too and take the same slots, once no cold compile waits.
+   They once ran together beyond the slots, but two of BERT-base's side by side read 12 % and
+   37 % above the same compiles alone (H200, 2026-12-05, ``scripts/warm_together_probe.py``,
+   two rounds: 4.40 and 4.63 s against 3.93 and 3.39 s); the seed MLP's 0.9-1.0 s had read the
+   same either way.  A warm-cache compile waits until its variant's cold compile has filled the
+   cache.  A max-autotune cold compile times kernels on the GPU, so it runs only when no other
+   job is preparing, compiling or settling, and nothing starts or compiles beside it (its
+   warm-cache processes find the timings in the cache).
 5. **Unreported compiles overlap freely, but never beside a reported one.**  Processes from
    index 2 on (``Job.reported`` is false) are further measuring processes: their first call is
    a warm-cache compile nobody reports, in a process without a compile-worker pool
@@ -182,7 +183,6 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int,
 
     cold_compiled = {j.variant for j in jobs
                      if j.index == 0 and j.state in ("settling", "time_wait", "timing", "done")}
-    cold_reported = sum(j.state == "compiling" and j.reported and j.index == 0 for j in alive)
     cold_waiting = any(j.state == "compile_wait" and j.compiles and j.index == 0 for j in alive)
     if busy == 0:  # rule 7: eager's baseline first
         eager = next((j for j in alive if j.variant == "eager" and j.state == "time_wait"
@@ -200,14 +200,11 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int,
                 return [("compile", j)]
             continue
         if j.reported:
-            # the first warm-cache ones wait for every cold one, then go together (rule 4)
-            warm = j.index == 1
-            free = (reported < compile_slots or warm and not cold_reported) and not (
-                warm and cold_waiting)
+            # within the slots; the first warm-cache ones after every cold one (rule 4)
+            free = reported < compile_slots and not (j.index == 1 and cold_waiting)
             if free and not unreported and not preparing:
                 actions.append(("compile", j))
                 reported += 1
-                cold_reported += j.index == 0
                 busy += 1
             else:
                 held = True  # no new unreported compile overtakes it

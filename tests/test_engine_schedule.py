@@ -72,9 +72,8 @@ def test_timing_is_alone_and_in_plan_order(seed: int, concurrency: int, slots: i
                                                                                    j.index)]
             if j.index <= 1:  # a reported compile: within the slots, never beside unreported
                 reported = [i for i in compiling if i <= 1]
-                if j.index == 0 or 0 in reported:  # first warm-cache ones: together
-                    assert len(reported) + 1 <= slots
-                else:  # ... once no cold compile runs or waits
+                assert len(reported) + 1 <= slots  # the first warm-cache ones too
+                if j.index == 1:  # ... once no cold compile waits
                     assert not [v for v, s, i in states if i == 0 and s == "compile_wait"
                                 and v != "eager"]
                 assert not [i for i in compiling if i >= 2]
@@ -86,9 +85,10 @@ def test_timing_is_alone_and_in_plan_order(seed: int, concurrency: int, slots: i
             assert not [i for v, s, i in states if s == "compiling" and i <= 1 and v != "eager"]
 
 
-def test_cold_compiles_one_at_a_time_then_the_first_warm_ones_together() -> None:
-    """One reported compile at a time, except the first warm-cache ones, which run together
-    after the last cold one (max-autotune's alone); the further processes after those."""
+def test_reported_compiles_one_at_a_time_cold_ones_first() -> None:
+    """One reported compile at a time: the cold ones (max-autotune's alone), then the first
+    warm-cache ones, which read 12-37 % slow side by side on the H200; the further processes
+    after those, together."""
     jobs = plan(["eager", "default", "reduce-overhead", "max-autotune"], 4)
     log = simulate(jobs, concurrency=16, compile_slots=1, seed=3)
     steps: list[list[tuple[str, int]]] = []
@@ -101,9 +101,9 @@ def test_cold_compiles_one_at_a_time_then_the_first_warm_ones_together() -> None
             steps[-1].append((j.variant, j.index))
         else:
             steps.append([(j.variant, j.index)])
-    assert steps[:4] == [[("default", 0)], [("reduce-overhead", 0)], [("max-autotune", 0)],
-                         [("default", 1), ("reduce-overhead", 1), ("max-autotune", 1)]]
-    assert sorted(x for step in steps[4:] for x in step) == sorted(
+    assert steps[:6] == [[(v, i)] for i in (0, 1)
+                         for v in ("default", "reduce-overhead", "max-autotune")]
+    assert sorted(x for step in steps[6:] for x in step) == sorted(
         (v, i) for v in ("default", "reduce-overhead", "max-autotune") for i in (2, 3))
 
 
@@ -321,9 +321,8 @@ def test_a_settling_job_frees_its_compile_slot_but_holds_timing_and_autotuning()
     for v in ("default", "reduce-overhead", "max-autotune"):
         by[(v, 1)].state = "compile_wait"
     got = decide(jobs, concurrency=16, compile_slots=2)
-    assert [(a, j.variant, j.index) for a, j in got] == [  # the first warm-cache ones together
-        ("compile", "default", 1), ("compile", "reduce-overhead", 1),
-        ("compile", "max-autotune", 1)]
+    assert [(a, j.variant, j.index) for a, j in got] == [  # the first warm-cache ones, in the
+        ("compile", "default", 1), ("compile", "reduce-overhead", 1)]  # two slots
 
 
 @pytest.mark.slow
