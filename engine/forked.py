@@ -216,6 +216,16 @@ def _reapply_env(env: dict[str, str]) -> None:
             sys.modules["torch._inductor.config"].compile_threads = int(threads)
 
 
+def _default_start_method() -> None:
+    """In a fork: multiprocessing's default start method as a fresh interpreter has it (fork on
+    Linux up to Python 3.13), not the fork server's, which a Process forked from it inherits.
+    Under the server's, tqdm's lock (torch.fx makes one in every compile) was a named semaphore
+    registered with the command's resource tracker, which warned of "leaked semaphore objects"
+    at the end of every run; and a model's own pools would start otherwise than in a user's
+    process."""
+    multiprocessing.set_start_method(None, force=True)
+
+
 def _child_main(argv: list[str], env: dict[str, str], stdout: str, stderr: str,
                 name: str, compiler: bool = False) -> None:
     """Runs in the fork: become a process like the old child, then measure (never returns)."""
@@ -232,6 +242,7 @@ def _child_main(argv: list[str], env: dict[str, str], stdout: str, stderr: str,
         os.dup2(f, fd)
         os.close(f)
     _reapply_env(env)
+    _default_start_method()
     from engine import child
 
     # Setup time counts from this process's start; its imports were done by the server.

@@ -26,6 +26,7 @@ def test_tiny_model_eager_and_real_inductor_compile(db_url):
                 "--variants", "eager,default", *FAST, "--min-samples", "8", "--json",
                 db_url=db_url, timeout=420)
     run_id = _run_id(p)
+    assert "leaked semaphore" not in p.stderr, p.stderr[-2000:]  # engine/forked.py
     data = _load(db_url, run_id)
     run = data["runs"].iloc[0]
     assert run["status"] == "done", run["error"]

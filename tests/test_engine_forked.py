@@ -52,6 +52,49 @@ def test_a_fork_holds_no_compiler_module(tmp_path):
     assert not [m for m in held if m.startswith(("torch._dynamo", "torch._inductor"))]
 
 
+STARTS = """
+import json, multiprocessing, sys
+from engine import forked
+def dump(path):
+    import os
+    forked._default_start_method()
+    lock = multiprocessing.RLock()
+    with open(path, "w") as f:
+        json.dump([multiprocessing.get_start_method(), lock._semlock.name], f)
+    os._exit(0)
+if __name__ == "__main__":
+    p = forked.context(False).Process(target=dump, args=(sys.argv[1],))
+    p.start(); p.join(120)
+    sys.exit(p.exitcode)
+"""
+
+
+def test_a_fork_starts_processes_as_a_fresh_interpreter_does(tmp_path):
+    """A fork of the server inherits the server's start method; the child puts back the one a
+    user's fresh process has, so a library's lock is not a named semaphore left to the
+    command's resource tracker (which warned "leaked semaphore objects" after every run)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script, out = tmp_path / "fork_starts.py", tmp_path / "starts.json"
+    script.write_text(STARTS)
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    fresh = subprocess.run([sys.executable, "-c", "import multiprocessing as m; "
+                            "print(m.get_start_method())"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    subprocess.run([sys.executable, str(script), str(out)], env=env, cwd=root, timeout=300,
+                   check=True)
+    method, name = json.loads(out.read_text())
+    assert method == fresh
+    if fresh == "fork":  # a fork-context lock is unlinked at once: nothing to track
+        assert name is None
+
+
 def test_process_names_fit_the_kernel_limit():
     assert forked.process_name("reduce-overhead") == "cl:reduce-overh"
     assert len(forked.process_name("max-autotune-no-cudagraphs")) == 15
