@@ -194,7 +194,7 @@ def timing_budget(run: dict[str, Any]) -> dict[str, Any]:
                   min_time_s=float(run.get("min_time_s", 0.5)),
                   max_time_s=float(run.get("max_time_s", 10.0)),
                   k=int(run.get("pipeline_k", 50)),
-                  # a pipelined sample of about 75 ms at most (engine/pipeline_k)
+                  # at most K calls a pipelined sample, about 75 ms of them (engine/pipeline_k)
                   k_budget_ms=pipeline_k.SAMPLE_BUDGET_MS)
     # Blocks of 10 per-call samples per function and round; a smaller minimum-samples
     # budget (quick CPU checks) gets smaller blocks rather than more samples than asked.

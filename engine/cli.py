@@ -116,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--min-samples", type=int, default=DEFAULTS["min_samples"])
     r.add_argument("--min-time", type=float, default=DEFAULTS["min_time_s"], help="seconds")
     r.add_argument("--max-time", type=float, default=DEFAULTS["max_time_s"], help="seconds")
-    r.add_argument("--pipeline-k", type=int, default=DEFAULTS["pipeline_k"])
+    r.add_argument("--pipeline-k", type=int, default=DEFAULTS["pipeline_k"],
+                   help="calls per pipelined sample, at most: fewer where K calls would take "
+                        "over ~75 ms (engine/pipeline_k.py); the K used is stored and shown")
     r.add_argument("--timeout", type=float, default=DEFAULTS["timeout_s"],
                    help="seconds per variant child")
     r.add_argument("--seed", type=int, default=0)
