@@ -38,16 +38,16 @@ from engine import (  # noqa: E402
     gates,
     grid,
     hf_generate,
-    pipeline_k,
     shape_mix,
     signals,
     slot_tail,
     startup,
     torch_trace,
 )
-from engine.catalogue import get_model, load_factory  # noqa: E402
+from engine.child_setup import build, environment  # noqa: E402
 from engine.hostload import HostLoad, stop_compile_workers  # noqa: E402
 from engine.models.registry import arch_figures  # noqa: E402
+from engine.rounds import steady_rounds, timing_budget  # noqa: E402
 from engine.timing import Timer  # noqa: E402
 
 _T_IMPORTED = time.perf_counter()  # python, torch and the engine imported
@@ -57,8 +57,6 @@ _T_IMPORTED = time.perf_counter()  # python, torch and the engine imported
 # dtype amplified through a model's depth.
 RTOL = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 5e-2}
 # Per-call samples per function per interleaved round, and untimed calls before them.
-BLOCK, WARM = 10, 3
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 class Progress:
@@ -77,35 +75,6 @@ class Progress:
         with open(tmp, "w") as f:
             json.dump({"phase": phase, "fraction": round(min(max(fraction, 0.0), 1.0), 4)}, f)
         os.replace(tmp, self.path)
-
-
-def build(run: dict[str, Any], dims: dict[str, int], device: str) -> tuple[Any, tuple, Any]:
-    """Build (model, inputs, loss_fn or None) from the catalogue, seeded, moved to device and
-    dtype. Floating inputs take the run's dtype; integer inputs (token ids) keep theirs."""
-    info = get_model(run["model"])
-    torch.manual_seed(int(run.get("seed", 0)))
-    factory = load_factory(info.factory)
-    # Parameters are created on the device itself: initialising BERT-base's 110 M parameters on
-    # the CPU and copying them over took several seconds of every process's setup on the H200
-    # host. Tensors a factory puts on the CPU explicitly stay there and are moved below.
-    with torch.device(device):
-        built = factory(**dims)
-    if not (isinstance(built, tuple) and len(built) in (2, 3)
-            and isinstance(built[0], torch.nn.Module)):
-        raise TypeError(f"{run['model']}: factory must return (torch.nn.Module, tuple_of_inputs"
-                        "[, loss_fn])")
-    model, inputs, loss_fn = (*built, None)[:3]
-    if isinstance(inputs, torch.Tensor):
-        inputs = (inputs,)
-    dtype = DTYPES[run["dtype"]]
-    model = model.to(device=device, dtype=dtype).eval()
-
-    def move(x: Any) -> Any:
-        if isinstance(x, torch.Tensor):
-            return x.to(device=device, dtype=dtype) if x.is_floating_point() else x.to(device)
-        return x
-
-    return model, tuple(pytree.tree_map(move, list(inputs))), loss_fn
 
 
 def compare(out: Any, ref: Any, dtype: str) -> dict[str, Any]:
@@ -133,73 +102,6 @@ def compare(out: Any, ref: Any, dtype: str) -> dict[str, Any]:
 def _clone(x: Any) -> Any:
     # CUDA-graph outputs are overwritten by the next replay: keep a private copy.
     return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, x)
-
-
-def steady_rounds(
-    timer: Timer,
-    fns: dict[str, Callable[[], object]],
-    *,
-    min_samples: int,
-    min_time_s: float,
-    max_time_s: float,
-    k: int,
-    block: int = BLOCK,
-    warm: int = WARM,
-    k_budget_ms: float | None = None,
-    on_round: Callable[[float], None] | None = None,
-) -> dict[str, dict[str, list[float]]]:
-    """Interleaved rounds, alternating in blocks. In each round every function in turn gets
-    ``warm`` untimed calls, then ``block`` per-call samples, then one pipelined sample of ``k``
-    calls; the order of the functions flips every round. Rounds still alternate, so drift of the
-    clocks or of the host's load hits eager and compiled alike and sample i of round r is paired
-    across functions. Why blocks and not one call each: switching between the eager and compiled
-    code paths leaves the host's caches and predictors cold, and on the H200 host alternating
-    every call slowed *both* functions by 20-65 % (MLP default 0.196 ms per call against 0.119
-    timed alone); a serving loop calls the same model over and over, which is what we time.
-    Stops once ``min_samples`` per-call samples and ``min_time_s`` are reached, or at
-    ``max_time_s`` (after at least 3 rounds).  With ``k_budget_ms`` (``engine.pipeline_k``)
-    the pipelined K is capped from the first block's per-call times; the K of each pipelined
-    sample is in ``pipeline_k``."""
-    names = list(fns)
-    out = {n: {"per_call": [], "pipelined": [], "pipeline_k": []} for n in names}
-    block, warm = max(int(block), 1), max(int(warm), 0)
-    k_used = None if k_budget_ms is not None else k  # None: chosen after the first block
-    t_start = time.perf_counter()
-    rounds = 0
-    while True:
-        for n in names if rounds % 2 == 0 else names[::-1]:
-            fn = fns[n]
-            for _ in range(warm):
-                fn()
-            out[n]["per_call"].extend(timer.per_call_ms(fn) for _ in range(block))
-            if k_used is None:
-                k_used = pipeline_k.capped_k(k, out[n]["per_call"], k_budget_ms)
-            out[n]["pipelined"].append(timer.pipelined_ms(fn, k_used))
-            out[n]["pipeline_k"].append(k_used)
-        rounds += 1
-        elapsed = time.perf_counter() - t_start
-        n_samples = rounds * block
-        if on_round:
-            on_round(max(n_samples / max(min_samples, 1), elapsed / max_time_s))
-        if n_samples >= min_samples and elapsed >= min_time_s:
-            break
-        if elapsed >= max_time_s and rounds >= 3:
-            break
-    return out
-
-
-def timing_budget(run: dict[str, Any]) -> dict[str, Any]:
-    """``steady_rounds``' keyword arguments from the run spec."""
-    budget = dict(min_samples=int(run.get("min_samples", 30)),
-                  min_time_s=float(run.get("min_time_s", 0.5)),
-                  max_time_s=float(run.get("max_time_s", 10.0)),
-                  k=int(run.get("pipeline_k", 50)),
-                  # at most K calls a pipelined sample, about 75 ms of them (engine/pipeline_k)
-                  k_budget_ms=pipeline_k.SAMPLE_BUDGET_MS)
-    # Blocks of 10 per-call samples per function and round; a smaller minimum-samples
-    # budget (quick CPU checks) gets smaller blocks rather than more samples than asked.
-    budget["block"] = min(BLOCK, budget["min_samples"])
-    return budget
 
 
 class PhaseClock:
@@ -258,39 +160,6 @@ def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[
     for key in ("samples_ms", "pipelined_ms", "eager_samples_ms", "eager_pipelined_ms"):
         res[key] = proc[key]
     return {**proc, "_rounds": rounds}
-
-
-def environment(device: str) -> dict[str, Any]:
-    """The device half of the fingerprint (the runner adds host, OS, CPU, python, commit)."""
-    env: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda,
-                           # whether the host has a GPU at all, also for CPU runs, so the
-                           # dashboard can say "no GPU found" from history alone
-                           "cuda_available": torch.cuda.is_available(),
-                           "host_gpu_count": torch.cuda.device_count()}
-    try:
-        import triton
-
-        env["triton"] = triton.__version__
-    except Exception:
-        env["triton"] = None
-    if device.startswith("cuda"):
-        props = torch.cuda.get_device_properties(0)
-        env.update(gpu=props.name, gpu_count=torch.cuda.device_count(),
-                   gpu_memory_bytes=int(props.total_memory),
-                   gpu_capability=f"{props.major}.{props.minor}",
-                   cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"))
-        try:
-            import subprocess
-
-            env["driver"] = subprocess.run(
-                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
-                capture_output=True, text=True, timeout=10,
-            ).stdout.strip() or None
-        except Exception:
-            env["driver"] = None
-    else:
-        env.update(gpu=None, gpu_count=0, driver=None)
-    return env
 
 
 def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:

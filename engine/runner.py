@@ -25,6 +25,7 @@ from engine import (
     startup,
     stats,
     torch_trace,
+    variant_stats,
 )
 from engine.eta import Eta, describe
 from engine.process import ChildProcess, run_child, wants_compiler_server
@@ -93,7 +94,7 @@ def time_breakdown(processes: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _with_stats(result: dict[str, Any], eager_first_ms: float | None) -> dict[str, Any]:
-    out = stats.add_stats(copy.deepcopy(result), eager_first_call_ms=eager_first_ms)
+    out = variant_stats.add_stats(copy.deepcopy(result), eager_first_call_ms=eager_first_ms)
     if out.get("processes"):
         out["time_s"] = time_breakdown(out["processes"])
     return out

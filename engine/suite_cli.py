@@ -43,7 +43,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from engine.cli import execute_here
+    from engine.cli_run import execute_here
     from storage import enqueue_run, open_database
     from storage.text import normalize_tags
 

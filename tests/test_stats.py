@@ -14,11 +14,11 @@ import pytest
 from engine.contract import STATS_KEYS
 from engine.stats import (
     Summary,
-    add_stats,
     break_even_calls,
     speedup_ci,
     summarize,
 )
+from engine.variant_stats import add_stats
 
 Z90 = 1.2815515655446004  # standard normal 90th percentile
 Z75 = 0.6744897501960817  # standard normal 75th percentile
