@@ -6,7 +6,7 @@ contract's json figures ``compile_phases_s``, ``startup``, ``lost_time``, ``comp
   artifacts / regional compilation, side by side per variant;
 * why not faster: the ranked lost time per call of each compiled variant.
 
-Labels and colours follow ``dashboard.charts`` (variant colours, ``#run variant`` labels when
+Labels and colours follow ``dashboard.charts_base`` (variant colours, ``#run variant`` labels when
 several runs are drawn). Text that came from torch or the user's code (break reasons, file
 names) is passed through ``safe.plotly_text``.
 """
@@ -21,7 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard import safe
-from dashboard.charts import _labels, _layout, _ok, empty_figure
+from dashboard.charts_base import _labels, _layout, _ok, empty_figure
 from engine import known_errors
 from engine.forensics_report import SHOWN, STRATEGIES, phase_segments
 

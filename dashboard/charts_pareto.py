@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.charts import _labels, _layout, _ok, empty_figure, variant_colour
+from dashboard.charts_base import _labels, _layout, _ok, empty_figure, variant_colour
 from dashboard.verdict import records
 from engine import fmt, grid, pareto
 

@@ -20,7 +20,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from dashboard import safe
-from dashboard.charts import EAGER, FASTER, SLOWER, _layout, empty_figure, variant_colour
+from dashboard.charts_base import EAGER, FASTER, SLOWER, _layout, empty_figure, variant_colour
 from engine.gate import Change, GateReport
 from engine.review import ConfigTrend, TrendPoint
 

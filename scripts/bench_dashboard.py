@@ -115,7 +115,7 @@ def runs_page(db, model: str | None = None) -> int:
 def compare_page(db, ids: list[int]) -> int:
     """What views/compare.py (and the sidebar) compute for these runs, plus each figure's
     JSON (what st.plotly_chart sends)."""
-    from dashboard import charts, tables
+    from dashboard import charts, charts_latency, charts_sweep, tables
     from dashboard.verdict import verdict_for_run
     from storage import queries
 
@@ -123,10 +123,10 @@ def compare_page(db, ids: list[int]) -> int:
     queries.list_runs(db, limit=500)  # the run picker's labels
     d = queries.load_runs(db, ids)
     figures = [f for _, f in charts.compare_figures(d)]
-    figures.append(charts.latency_distribution(d["samples"], log_y=True))
+    figures.append(charts_latency.latency_distribution(d["samples"], log_y=True))
     if not d["sweep_points"].empty:
-        figures += [charts.sweep_latency(d["sweep_points"], "seq"),
-                    charts.sweep_first_call(d["sweep_points"], "seq")]
+        figures += [charts_sweep.sweep_latency(d["sweep_points"], "seq"),
+                    charts_sweep.sweep_first_call(d["sweep_points"], "seq")]
     for rid in ids:
         verdict_for_run(d["variants"], rid).as_markdown()
     tables.variants_table(d["variants"], d["runs"]).to_csv(index=False)
@@ -186,6 +186,7 @@ def main() -> None:
     logger.set_log_level("error")
 
     import dashboard.charts  # noqa: F401
+    import dashboard.charts_sweep  # noqa: F401
     import dashboard.data  # noqa: F401
     import dashboard.tables  # noqa: F401
     import dashboard.verdict  # noqa: F401

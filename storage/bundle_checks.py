@@ -1,4 +1,4 @@
-"""Bundle checks beyond the JSON shape (storage/bundle.py calls them while validating a bundle).
+"""Bundle checks beyond the JSON shape (called by storage/bundle_validation.py on every bundle).
 
 * ``spec_problem``: an imported run's spec goes through the one validator, ``engine.spec
   .normalise`` (``stored=True``: the model need not be buildable on this machine, everything

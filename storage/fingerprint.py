@@ -1,7 +1,8 @@
 """What makes two runs the same run: a content fingerprint.
 
 Two runs are **the same** when their fingerprints are equal: the SHA-256 of the canonical JSON
-of the run in its bundle form (storage/bundle.py) *without* what is annotation or bookkeeping:
+of the run in its bundle form (storage/bundle_export.py) *without* what is annotation or
+bookkeeping:
 
 * kept (the measurement): ``model``, ``created_at`` (to the microsecond), ``started_at``,
   ``finished_at``, ``status``, ``error``, ``spec``, ``environment`` and every variant with all

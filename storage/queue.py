@@ -17,22 +17,32 @@ transaction (SQLite has a single writer, so the statement is atomic by construct
 
 Every timestamp comes from ``utcnow()`` (Python, aware UTC) so staleness is computed against the
 same clock that wrote the heartbeats, whatever the database's own clock or time zone.
+
+Giving a run back to the queue (a worker that stops cleanly, or one that died) lives in
+``storage/queue_recovery.py``; its functions are re-exported here, so ``storage.queue`` stays
+the one name for the whole queue.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-from collections.abc import Callable, Iterable, Mapping
-from datetime import timedelta
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import Text, cast, select, update
-from sqlalchemy.orm import load_only
 
 from storage.db import Database
 from storage.models import FINAL_RUN_STATUSES, Run, RunTag, utcnow
+from storage.queue_recovery import (
+    MAX_ATTEMPTS,
+    WORKER_LOST_ERROR,
+    parse_worker_id,
+    recover_dead_runs,
+    recover_stale_runs,
+    requeue_run,
+    select_queue_columns,
+    worker_identity,
+)
 from storage.results import (
     RunNotFound,
     apply_environment,
@@ -42,10 +52,6 @@ from storage.results import (
 )
 from storage.text import check_note
 from storage.workers import Capabilities, servable
-
-# A run lost by its worker is re-queued while it has been claimed fewer times than this.
-MAX_ATTEMPTS = 2
-WORKER_LOST_ERROR = "worker lost"
 
 _NO_SYNC = {"synchronize_session": False}
 
@@ -65,30 +71,6 @@ __all__ = [
     "requeue_run",
     "worker_identity",
 ]
-
-
-def worker_identity(prefix: str = "", suffix: str | None = None) -> str:
-    """This process's claimer id: ``[prefix:]HOST:PID[:suffix]`` (e.g. ``gpu7:4242:gpu0``,
-    ``cli:laptop:999``). The host and pid let a worker on the same host see at once that the
-    claimer of a running run is gone (``recover_dead_runs``) instead of waiting for its heartbeat
-    to go stale. Hosts sharing one database must have distinct host names."""
-    parts = [prefix] if prefix else []
-    parts += [socket.gethostname(), str(os.getpid())]
-    if suffix:
-        parts.append(suffix)
-    return ":".join(parts)
-
-
-def parse_worker_id(worker_id: str | None) -> tuple[str, int] | None:
-    """``(host, pid)`` of a claimer id written by ``worker_identity``, or None if it is not one."""
-    if not worker_id:
-        return None
-    parts = worker_id.split(":")
-    if parts[0] == "cli":
-        parts = parts[1:]
-    if len(parts) < 2 or not parts[1].isdigit() or not parts[0]:
-        return None
-    return parts[0], int(parts[1])
 
 
 def _dims_of(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -170,15 +152,6 @@ def _decode_spec(text: Any) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return text  # not a JSON object: the validator says so
-
-
-def _select_run() -> Any:
-    """``select(Run)`` loading only the queue's own columns: the JSON columns (spec, dims,
-    environment) may hold anything someone wrote into the database, and finishing or
-    re-queueing a run must not depend on decoding them."""
-    return select(Run).options(
-        load_only(Run.id, Run.status, Run.worker_id, Run.attempts, Run.cancel_requested, Run.device)
-    )
 
 
 def _oldest_queued(caps: Capabilities | None = None) -> Any:
@@ -305,7 +278,9 @@ def finish_run(
         if worker_id is not None:
             conditions.append(Run.worker_id == worker_id)
         # FOR UPDATE: a concurrent request_cancel must not slip between this read and the write.
-        run = session.scalars(_select_run().where(*conditions).with_for_update()).one_or_none()
+        run = session.scalars(
+            select_queue_columns().where(*conditions).with_for_update()
+        ).one_or_none()
         if run is None:
             require_run(session, run_id)
             return False
@@ -342,114 +317,3 @@ def request_cancel(db: Database, run_id: int) -> str:
         )
         return require_run(session, run_id).status
 
-
-def requeue_run(db: Database, run_id: int, worker_id: str) -> bool:
-    """Give a running run back to the queue (a worker shutting down cleanly); True if it did.
-
-    A clean hand-back is not a failed attempt, so the claim it made is not counted. A run whose
-    cancel was already requested is cancelled instead of re-queued.
-    """
-    with db.session(write=True) as session:
-        run = session.scalars(
-            _select_run()
-            .where(Run.id == run_id, Run.status == "running", Run.worker_id == worker_id)
-            .with_for_update()
-        ).one_or_none()
-        if run is None:
-            return False
-        if run.cancel_requested:
-            _end_cancelled(run)
-        else:
-            _back_to_queue(run)
-            run.attempts = max(run.attempts - 1, 0)
-        return True
-
-
-def recover_stale_runs(db: Database, stale_after_s: float) -> list[int]:
-    """Deal with running runs whose worker stopped beating ``stale_after_s`` ago or more.
-
-    A run claimed fewer than ``MAX_ATTEMPTS`` times goes back to the queue; otherwise it fails
-    with "worker lost" (a run that keeps killing its worker must not loop forever). A stale run
-    whose cancel had been requested ends as cancelled. Returns the ids of the runs changed.
-    Safe to call from every worker at once.
-    """
-    cutoff = utcnow() - timedelta(seconds=stale_after_s)
-    # Rows another recoverer is already handling are skipped (SQLite has no row locks; its
-    # BEGIN IMMEDIATE already serialises recoverers).
-    stale = (
-        _select_run()
-        .where(Run.status == "running", Run.heartbeat_at < cutoff)
-        .order_by(Run.id)
-        .with_for_update(skip_locked=True)
-    )
-    changed: list[int] = []
-    with db.session(write=True) as session:
-        for run in session.scalars(stale):
-            _recover(run)
-            changed.append(run.id)
-    return changed
-
-
-def recover_dead_runs(db: Database, host: str, is_alive: Callable[[int], bool]) -> list[int]:
-    """Recover at once the running runs claimed by a process of ``host`` that is gone.
-
-    A worker killed with -9 on this host leaves its run ``running`` with a heartbeat that goes
-    stale only after ``stale_after_s``; the claimer id (``worker_identity``: host and pid) says
-    which process to ask about, and ``is_alive(pid)`` (the engine passes a pid check) answers.
-    Such runs are handled as ``recover_stale_runs`` handles stale ones. Returns the ids changed.
-    """
-    with db.session() as session:
-        claims = session.execute(
-            select(Run.id, Run.worker_id).where(
-                Run.status == "running", Run.worker_id.like(f"%{host}:%")
-            )
-        ).all()
-    dead: dict[int, str] = {}
-    for run_id, worker_id in claims:
-        claimer = parse_worker_id(worker_id)
-        if claimer is not None and claimer[0] == host and not is_alive(claimer[1]):
-            dead[run_id] = worker_id
-    if not dead:
-        return []
-    changed: list[int] = []
-    # Only the dead claimers' rows are locked: live workers' heartbeats never wait on this.
-    with db.session(write=True) as session:
-        rows = session.scalars(
-            _select_run()
-            .where(Run.id.in_(list(dead)), Run.status == "running")
-            .order_by(Run.id)
-            .with_for_update(skip_locked=True)
-        )
-        for run in rows:
-            if run.worker_id == dead[run.id]:  # not re-claimed since we looked
-                _recover(run)
-                changed.append(run.id)
-    return changed
-
-
-def _recover(run: Run) -> None:
-    """A run whose worker is gone: cancelled if a cancel was pending, failed "worker lost" after
-    ``MAX_ATTEMPTS`` claims, else back to the queue."""
-    if run.cancel_requested:
-        _end_cancelled(run)
-    elif run.attempts >= MAX_ATTEMPTS:
-        run.status = "failed"
-        run.error = WORKER_LOST_ERROR
-        run.finished_at = utcnow()
-    else:
-        _back_to_queue(run)
-
-
-def _back_to_queue(run: Run) -> None:
-    run.status = "queued"
-    run.worker_id = None
-    run.started_at = None
-    run.heartbeat_at = None
-    run.progress_variant = None
-    run.progress_phase = "queued"
-    run.progress_fraction = None
-
-
-def _end_cancelled(run: Run) -> None:
-    run.status = "cancelled"
-    run.finished_at = utcnow()

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from storage import bundle
+from storage import bundle, bundle_validation
 from storage.bundle_checks import _CONTAINER_BYTES as _CONTAINER
 from storage.bundle_checks import MAX_PARSE_BYTES, parse_cost
 from tests.review_support import BUNDLE
@@ -23,7 +23,7 @@ def test_a_bundle_that_would_balloon_is_refused_before_parsing(item, monkeypatch
     head = b'{"format": "compilelab-bundle", "version": 2, "runs": ['
     data = head + item * (MAX_PARSE_BYTES // _CONTAINER // (item.count(b"[") + item.count(b"{"))) + b"[]]}"
     assert len(data) < bundle.MAX_BUNDLE_BYTES // 4  # well inside the size limit
-    monkeypatch.setattr(bundle.json, "loads", _no_parse)
+    monkeypatch.setattr(bundle_validation.json, "loads", _no_parse)
     with pytest.raises(bundle.BundleError, match="MiB to read"):
         bundle.parse_bundle(data)
     with pytest.raises(bundle.BundleError, match="MiB to read"):

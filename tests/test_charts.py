@@ -6,7 +6,15 @@ import pandas as pd
 import pytest
 from test_dashboard_data import bert_results, frames, mlp_results, runs_frame, spec, sweep_results
 
-from dashboard import charts, tables
+from dashboard import (
+    charts,
+    charts_base,
+    charts_latency,
+    charts_resources,
+    charts_sweep,
+    charts_warmup,
+    tables,
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +50,7 @@ def test_every_compare_figure_is_titled_with_units(bert):
 
 
 def test_warmup_cost_cold_and_warm_bars(bert):
-    fig = charts.warmup_cost(bert["variants"])
+    fig = charts_warmup.warmup_cost(bert["variants"])
     assert len(fig.data) == 2
     cold, warm = fig.data
     assert "cold" in cold.name and "warm" in warm.name
@@ -53,7 +61,7 @@ def test_warmup_cost_cold_and_warm_bars(bert):
 
 
 def test_warmup_curve_log_y_marks_cudagraph_recording_and_recompiles(bert):
-    fig = charts.warmup_curve(bert["warmup"], bert["recompiles"])
+    fig = charts_warmup.warmup_curve(bert["warmup"], bert["recompiles"])
     names = [t.name for t in fig.data]
     assert names == ["eager", "default", "reduce-overhead", "recompile"]
     assert fig.layout.yaxis.type == "log"
@@ -67,12 +75,12 @@ def test_warmup_curve_log_y_marks_cudagraph_recording_and_recompiles(bert):
     w = bert["warmup"]
     ro = w[w["variant"] == "reduce-overhead"]
     grid = pd.concat([w] + [ro.assign(variant=f"reduce-overhead@cfg={i}") for i in range(3)])
-    texts = [a.text for a in charts.warmup_curve(grid, None).layout.annotations]
+    texts = [a.text for a in charts_warmup.warmup_curve(grid, None).layout.annotations]
     assert not [t for t in texts if "records CUDA graphs" in (t or "")]
 
 
 def test_latency_distribution_per_call_and_pipelined_boxes(bert):
-    fig = charts.latency_distribution(bert["samples"])
+    fig = charts_latency.latency_distribution(bert["samples"])
     assert len(fig.data) == 2
     assert all(t.type == "box" for t in fig.data)
     assert "per call" in fig.data[0].name and "pipelined" in fig.data[1].name
@@ -83,11 +91,11 @@ def test_latency_distribution_per_call_and_pipelined_boxes(bert):
 
 def test_speedup_colours_faster_green_slower_red_with_ci_and_unity_line():
     f = frames({1: bert_results()[:3], 2: mlp_results()})  # one faster run, one slower run
-    fig = charts.speedup(f["variants"])
+    fig = charts_latency.speedup(f["variants"])
     by_name = {t.name: t for t in fig.data}
     assert set(by_name) == {"faster than eager", "slower than eager"}
-    assert by_name["faster than eager"].marker.color == charts.FASTER == "#2ca02c"
-    assert by_name["slower than eager"].marker.color == charts.SLOWER == "#d62728"
+    assert by_name["faster than eager"].marker.color == charts_base.FASTER == "#2ca02c"
+    assert by_name["slower than eager"].marker.color == charts_base.SLOWER == "#d62728"
     assert list(by_name["faster than eager"].x) == ["#1 default", "#1 reduce-overhead"]
     assert len(by_name["slower than eager"].x) == 3
     assert all(v < 1 for v in by_name["slower than eager"].y)
@@ -99,13 +107,13 @@ def test_speedup_colours_faster_green_slower_red_with_ci_and_unity_line():
 
 
 def test_speedup_only_slower(mlp):
-    fig = charts.speedup(mlp["variants"])
+    fig = charts_latency.speedup(mlp["variants"])
     assert [t.name for t in fig.data] == ["slower than eager"]
-    assert fig.data[0].marker.color == charts.SLOWER
+    assert fig.data[0].marker.color == charts_base.SLOWER
 
 
 def test_break_even_annotates_crossings_and_never(bert, mlp):
-    fig = charts.break_even(bert["variants"])
+    fig = charts_warmup.break_even(bert["variants"])
     assert [t.name for t in fig.data] == ["eager", "default", "reduce-overhead"]
     texts = [a.text for a in fig.layout.annotations]
     crossings = [t for t in texts if "breaks even after" in t]
@@ -115,7 +123,7 @@ def test_break_even_annotates_crossings_and_never(bert, mlp):
     assert fig.layout.xaxis.type == "log"
     assert "calls" in fig.layout.xaxis.title.text and "(s" in fig.layout.yaxis.title.text
 
-    fig = charts.break_even(mlp["variants"])
+    fig = charts_warmup.break_even(mlp["variants"])
     # "never" is said in the legend: arrows to the ends of several such lines piled up
     names = [t.name for t in fig.data]
     assert len([t for t in names if "never breaks even" in t]) == 3
@@ -131,7 +139,7 @@ def test_break_even_with_many_crossings_marks_points_instead_of_piling_arrows(be
     compiled = v[v["variant"] != "eager"]
     many = pd.concat([v] + [compiled.assign(variant=compiled["variant"] + f"@cfg={i}")
                             for i in range(3)], ignore_index=True)
-    fig = charts.break_even(many)
+    fig = charts_warmup.break_even(many)
     assert not [a for a in fig.layout.annotations if "breaks even after" in (a.text or "")]
     names = [t.name for t in fig.data]
     assert "reduce-overhead — breaks even after 3,521 calls" in names
@@ -141,7 +149,7 @@ def test_break_even_with_many_crossings_marks_points_instead_of_piling_arrows(be
 
 
 def test_break_even_crossing_lies_on_both_lines(bert):
-    fig = charts.break_even(bert["variants"])
+    fig = charts_warmup.break_even(bert["variants"])
     ann = next(a for a in fig.layout.annotations if a.text.startswith("default"))
     n = round(10 ** ann.x)
     row = bert["variants"].set_index("variant").loc["default"]
@@ -157,22 +165,22 @@ def test_break_even_crossing_lies_on_both_lines(bert):
 
 
 def test_peak_memory_mib_and_cpu_empty_state(bert):
-    fig = charts.peak_memory(bert["variants"])
+    fig = charts_resources.peak_memory(bert["variants"])
     assert len(fig.data) == 2
     assert fig.data[0].y[0] == pytest.approx(180.0)
     assert fig.layout.yaxis.title.text == "peak memory (MiB)"
-    cpu = charts.peak_memory(frames({1: mlp_results(device="cpu")})["variants"])
+    cpu = charts_resources.peak_memory(frames({1: mlp_results(device="cpu")})["variants"])
     assert len(cpu.data) == 0
     assert "CUDA devices only" in cpu.layout.annotations[0].text
     assert "(MiB)" in _title(cpu)
 
 
 def test_kernels_and_device_busy(bert):
-    fig = charts.kernels_per_call(bert["variants"])
+    fig = charts_resources.kernels_per_call(bert["variants"])
     assert len(fig.data) == 1
     assert list(fig.data[0].y) == [32.0, 1.0, 1.0]
     assert fig.layout.yaxis.title.text == "kernels per call (count)"
-    fig = charts.device_busy(bert["variants"])
+    fig = charts_resources.device_busy(bert["variants"])
     assert [t.name for t in fig.data] == ["device busy", "wall"]
     assert fig.data[0].text[0] == "70% busy"  # busy 0.7 x the per-call median (median_ms)
     assert "(ms" in _title(fig)
@@ -184,14 +192,14 @@ def test_device_busy_empty_without_busy_times():
     variants = frames({1: mlp_results(device="cpu")})["variants"].copy()
     variants["device_busy_ms_per_call"] = float("nan")
     assert variants["wall_ms_per_call"].notna().all()
-    fig = charts.device_busy(variants)
+    fig = charts_resources.device_busy(variants)
     assert len(fig.data) == 0
-    assert "profiler pass on CUDA devices" in charts.empty_message(fig)
+    assert "profiler pass on CUDA devices" in charts_base.empty_message(fig)
 
 
 def test_sweep_latency_and_first_call_mark_recompiles():
     f = frames({5: sweep_results()})
-    fig = charts.sweep_latency(f["sweep_points"], "seq")
+    fig = charts_sweep.sweep_latency(f["sweep_points"], "seq")
     assert [t.name for t in fig.data] == ["eager", "default", "recompiled at this value",
                                           "eager, paired in default's process"]
     assert list(fig.data[-1].y) == [2.0, 3.2, 2.5] and fig.data[-1].line.dash == "dot"
@@ -199,37 +207,39 @@ def test_sweep_latency_and_first_call_mark_recompiles():
     assert fig.layout.xaxis.title.text == "seq (value)"
     assert "(ms" in _title(fig) and "seq" in _title(fig)
     assert fig.data[1].error_y.visible
-    fig = charts.sweep_first_call(f["sweep_points"], "seq")
+    fig = charts_sweep.sweep_first_call(f["sweep_points"], "seq")
     assert fig.layout.yaxis.type == "log"
     assert len(fig.data) == 3
 
 
 def test_sweep_speedup_uses_the_paired_eager_and_colours_by_side_of_one():
     f = frames({5: sweep_results()})
-    fig = charts.sweep_speedup(f["sweep_points"], "seq")
+    fig = charts_sweep.sweep_speedup(f["sweep_points"], "seq")
     assert [t.name for t in fig.data] == ["default"]  # eager is the baseline, not a line
     assert [round(v, 3) for v in fig.data[0].y] == [2.0, 2.0, 0.862]
-    assert list(fig.data[0].marker.color) == [charts.FASTER, charts.FASTER, charts.SLOWER]
+    faster, slower = charts_base.FASTER, charts_base.SLOWER
+    assert list(fig.data[0].marker.color) == [faster, faster, slower]
     assert "(×" in _title(fig) and "seq" in _title(fig)
     # sweep points stored before the paired eager median: an empty state that says why
     old = f["sweep_points"].assign(eager_median_ms=None)
-    fig = charts.sweep_speedup(old, "seq")
-    assert len(fig.data) == 0 and "paired eager" in charts.empty_message(fig)
-    assert len(charts.sweep_latency(old, "seq").data) == 3
+    fig = charts_sweep.sweep_speedup(old, "seq")
+    assert len(fig.data) == 0 and "paired eager" in charts_base.empty_message(fig)
+    assert len(charts_sweep.sweep_latency(old, "seq").data) == 3
 
 
 def test_multi_run_labels_and_dashes():
     f = frames({3: bert_results(), 7: mlp_results()})
-    fig = charts.warmup_curve(f["warmup"], f["recompiles"])
+    fig = charts_warmup.warmup_curve(f["warmup"], f["recompiles"])
     names = [t.name for t in fig.data]
     assert "#3 eager" in names and "#7 eager" in names
     dashes = {t.name: t.line.dash for t in fig.data if t.name != "recompile"}
     assert dashes["#3 default"] != dashes["#7 default"]
 
 
-@pytest.mark.parametrize("builder", [charts.warmup_cost, charts.speedup, charts.break_even,
-                                     charts.peak_memory, charts.kernels_per_call,
-                                     charts.device_busy])
+@pytest.mark.parametrize("builder", [charts_warmup.warmup_cost, charts_latency.speedup,
+                                     charts_warmup.break_even, charts_resources.peak_memory,
+                                     charts_resources.kernels_per_call,
+                                     charts_resources.device_busy])
 def test_empty_inputs_give_titled_empty_state(builder):
     fig = builder(pd.DataFrame())
     assert len(fig.data) == 0
@@ -237,9 +247,10 @@ def test_empty_inputs_give_titled_empty_state(builder):
 
 
 def test_empty_long_frames():
-    for fig in (charts.warmup_curve(pd.DataFrame()), charts.latency_distribution(pd.DataFrame()),
-                charts.sweep_latency(pd.DataFrame()), charts.sweep_first_call(pd.DataFrame()),
-                charts.sweep_speedup(pd.DataFrame())):
+    empty = pd.DataFrame()
+    for fig in (charts_warmup.warmup_curve(empty), charts_latency.latency_distribution(empty),
+                charts_sweep.sweep_latency(empty), charts_sweep.sweep_first_call(empty),
+                charts_sweep.sweep_speedup(empty)):
         assert len(fig.data) == 0 and fig.layout.annotations
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import charts, downsample
+from dashboard import charts, charts_latency, charts_warmup, downsample
 
 VARIANTS = ["eager", "default", "reduce-overhead", "max-autotune"]
 KINDS = ["per_call", "pipelined", "eager_per_call", "eager_pipelined"]
@@ -84,7 +84,7 @@ def _data(samples: int, warmup_calls: int = 10) -> dict[str, pd.DataFrame]:
 def _page_figures(d: dict[str, pd.DataFrame]) -> dict[str, str]:
     """What the compare page builds and sends: every figure, plus the log-scale latency."""
     figures = dict(charts.compare_figures(d))
-    figures["latency_log"] = charts.latency_distribution(d["samples"], log_y=True)
+    figures["latency_log"] = charts_latency.latency_distribution(d["samples"], log_y=True)
     return {name: fig.to_json() for name, fig in figures.items()}
 
 
@@ -110,7 +110,7 @@ def test_three_million_samples_build_and_serialise_in_under_2_s(three_million):
 
 def test_thinned_chart_says_so_and_keeps_the_extremes(three_million):
     samples = three_million["samples"]
-    fig = charts.latency_distribution(samples)
+    fig = charts_latency.latency_distribution(samples)
     subtitle = fig.layout.title.subtitle.text
     # 3 million samples over 4 variants x 4 kinds: 187 500 per box, 1.5 million drawn kinds
     assert subtitle.startswith(
@@ -127,13 +127,13 @@ def test_thinned_chart_says_so_and_keeps_the_extremes(three_million):
 
 def test_small_runs_are_drawn_whole():
     d = _data(4000)
-    fig = charts.latency_distribution(d["samples"])
+    fig = charts_latency.latency_distribution(d["samples"])
     assert "quantiles" not in (fig.layout.title.subtitle.text or "")
     assert sum(len(t.y) for t in fig.data) == 2000  # per-call + pipelined: every sample
 
 
 def test_a_million_call_warmup_curve_is_strided_and_says_so():
-    fig = charts.warmup_curve(_warmup(1_000_000))
+    fig = charts_warmup.warmup_curve(_warmup(1_000_000))
     assert "1 in 200 of up to 1,000,000 calls per line shown" in fig.layout.title.subtitle.text
     assert all(len(t.x) <= downsample.MAX_POINTS + 1 for t in fig.data)
     assert all(t.x[0] == 1 and t.x[-1] == 1_000_000 for t in fig.data)  # first and last kept

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dashboard import charts, charts_forensics
+from dashboard import charts_base, charts_forensics
 from engine import forensics_report
 
 LOST = {"items": [
@@ -58,7 +58,7 @@ def test_startup_strategies_side_by_side_with_reasons():
     assert [t.y[0] for t in fig.data] == [16.0, 4.1, 5.0, None]
     assert "no repeated blocks" in fig.data[3].customdata[0]
     empty = variants().drop(columns=["startup"])
-    assert "not measured" in charts.empty_message(charts_forensics.startup_strategies(empty))
+    assert "not measured" in charts_base.empty_message(charts_forensics.startup_strategies(empty))
     # a compared run that did not measure them adds no group of "n/a" bars
     other = variants().assign(run_id=2)
     other.loc[1, "startup"] = None
@@ -73,7 +73,7 @@ def test_lost_time_names_breaks_by_file_and_line_ranked():
     assert list(bar.x[:2]) == [0.32, 0.14]
     assert "remove the .item()" in bar.customdata[0]
     no = variants().drop(columns=["lost_time"])
-    assert charts.empty_message(charts_forensics.lost_time(no)) is not None
+    assert charts_base.empty_message(charts_forensics.lost_time(no)) is not None
 
 
 def test_cache_table_has_torchs_counter_names_as_integers():

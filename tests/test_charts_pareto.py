@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.charts import empty_message
+from dashboard.charts_base import empty_message
 from dashboard.charts_pareto import pareto_figure, pareto_figures
 from engine.pareto import front, mark
 

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 import pytest
 
 from dashboard import charts_review, report_review, review_tables
-from dashboard.charts import empty_message
+from dashboard.charts_base import empty_message
 from dashboard.review_params import ReviewQuery, parse_review_params
 from engine.gate import Change, GateReport, Thresholds
 from engine.headline import Headline

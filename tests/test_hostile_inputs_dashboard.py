@@ -26,7 +26,7 @@ from test_dashboard_data import failed_result, mlp_results, spec, sweep_results
 from dashboard import report, safe, tables, widgets
 from dashboard.verdict import verdict_for_run
 from storage import bundle as bundle_mod
-from storage import queries, queue, results
+from storage import bundle_validation, queries, queue, results
 from storage.db import open_database
 from storage.models import Run
 from storage.text import MAX_NOTE_CHARS
@@ -207,7 +207,7 @@ def test_bad_bundle_is_refused_with_its_reason(db, good_bundle, case):
     ("MAX_BUNDLE_BYTES", 100, "the limit is 100"),
 ])
 def test_bundle_over_a_limit_is_refused(db, good_bundle, monkeypatch, limit, value, message):
-    monkeypatch.setattr(bundle_mod, limit, value)
+    monkeypatch.setattr(bundle_validation, limit, value)  # read where it is checked
     with pytest.raises(bundle_mod.BundleError, match=message):
         bundle_mod.import_bundle(db, _text(good_bundle))
     assert queries.list_runs(db).empty

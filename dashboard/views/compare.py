@@ -7,6 +7,9 @@ import streamlit as st
 from dashboard import (
     baseline_view,
     charts,
+    charts_base,
+    charts_latency,
+    charts_sweep,
     data,
     data_review,
     decode_view,
@@ -15,6 +18,7 @@ from dashboard import (
     mixing,
     people,
     report,
+    run_actions,
     safe,
     tables,
     widgets,
@@ -105,7 +109,7 @@ widgets.show_figure(figures["warmup_curve"], "fig-warmup-curve", c2)
 st.header("Steady state", anchor="steady-state")
 log_y = st.toggle("Log scale", key="latency-log", value=runs["model"].nunique() > 1)
 # compare_figures drew it on a linear axis already (the report uses that one)
-widgets.show_figure(charts.latency_distribution(d["samples"], log_y=True) if log_y
+widgets.show_figure(charts_latency.latency_distribution(d["samples"], log_y=True) if log_y
                     else figures["latency_distribution"], "fig-latency")
 st.header("Memory and kernels", anchor="resources")
 # Two per row: in three columns the subtitles were cut off and bar labels unreadable.
@@ -114,7 +118,7 @@ widgets.show_figure(figures["peak_memory"], "fig-memory", c1)
 widgets.show_figure(figures["kernels_per_call"], "fig-kernels", c2)
 c1, c2 = st.columns(2)
 widgets.show_figure(figures["device_busy"], "fig-busy", c1)
-if charts.empty_message(figures["device_busy"]) is None:  # no note beside "no data"
+if charts_base.empty_message(figures["device_busy"]) is None:  # no note beside "no data"
     c2.caption("**Reading device busy vs wall:** busy is the time the device spends in kernels "
                "per call (from a separate profiler pass after timing; the profiler slows the "
                "host, not the kernels), wall is the steady-state median per call. A wall bar much "
@@ -132,7 +136,8 @@ if sweeps is not None and not sweeps.empty:
     st.header("Sweep", anchor="sweep")
     dim = safe.plotly_text(", ".join(sorted(set(runs["sweep_dim"].dropna().astype(str))))
                            or "swept dim")
-    sweep_figures = [charts.sweep_latency(sweeps, dim), charts.sweep_first_call(sweeps, dim)]
+    sweep_figures = [charts_sweep.sweep_latency(sweeps, dim),
+                     charts_sweep.sweep_first_call(sweeps, dim)]
     c1, c2 = st.columns(2)
     widgets.show_figure(sweep_figures[0], "fig-sweep", c1)
     widgets.show_figure(sweep_figures[1], "fig-sweep-first", c2)
@@ -205,7 +210,7 @@ for _, r in runs.iterrows():
 st.header("Notes and tags", anchor="notes")
 for _, r in runs.iterrows():
     with st.expander(f"Run #{r['run_id']} note and tags", expanded=len(runs) == 1):
-        widgets.notes_editor(r)
+        run_actions.notes_editor(r)
 
 st.header("Share", anchor="share")
 ids = ",".join(map(str, picked))
@@ -213,7 +218,7 @@ link = widgets.permalink("compare", runs=ids)
 st.code(link, language=None)
 s1, s2 = st.columns(2)
 with s1:
-    widgets.bundle_download(picked, key="export-compare")
+    run_actions.bundle_download(picked, key="export-compare")
 with s2:
     # the figures drawn above (building them again cost ~100 ms a rerun)
     ordered = [fig for _, fig in figure_list] + forensic_figures + grid_figures + sweep_figures

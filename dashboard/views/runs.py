@@ -7,7 +7,7 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from dashboard import auth, data, people, safe, tables, widgets
+from dashboard import auth, data, people, run_actions, safe, tables, widgets
 
 st.title("Runs")
 
@@ -17,12 +17,12 @@ except Exception as exc:  # noqa: BLE001
     widgets.storage_unavailable(exc)
     st.stop()
 widgets.worker_banner()
-widgets.import_outcome()
+run_actions.import_outcome()
 
 if everything.empty:
     widgets.no_runs_yet()
     with st.expander("Import runs from a JSON bundle"):
-        widgets.bundle_import("runs-import")
+        run_actions.bundle_import("runs-import")
     st.stop()
 
 ANY = "(any)"
@@ -127,16 +127,16 @@ if selected:
             "Open sweep view", icon=":material/show_chart:", key="open-sweep"):
         st.switch_page(widgets.PAGE_SWEEP, query_params={"runs": ids})
     with c:
-        widgets.bundle_download(selected, key="export-selected")
+        run_actions.bundle_download(selected, key="export-selected")
     active = runs[runs["run_id"].isin(selected) & runs["status"].isin(widgets.ACTIVE)]
     for rid in active["run_id"]:
         widgets.progress_view(int(rid), status="running")
     if auth.can_write():
         running = [int(r) for r in runs.loc[runs["run_id"].isin(selected)
                                             & (runs["status"] == "running"), "run_id"]]
-        widgets.delete_runs_control(selected, running)
+        run_actions.delete_runs_control(selected, running)
 
 # A key: the expander keeps its open state across the rerun an import makes (without one, the
 # message the import adds above it made it a new element, closed).
 with st.expander("Import runs from a JSON bundle", key="runs-import-expander"):
-    widgets.bundle_import("runs-import")
+    run_actions.bundle_import("runs-import")

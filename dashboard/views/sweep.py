@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data, mixing, safe, tables, widgets
+from dashboard import charts_sweep, data, mixing, safe, tables, widgets
 
 st.title("Sweep")
 st.caption("Runs over several values of one dim. A ✕ marks a value at which the compiled model "
@@ -57,9 +57,9 @@ for dim, group in runs.groupby(runs["sweep_dim"].fillna("swept dim")):
     ids = set(group["run_id"].astype(int))
     pts = points[points["run_id"].astype(int).isin(ids)]
     label = safe.plotly_text(dim)  # the swept dim's name comes from the run's spec
-    widgets.show_figure(charts.sweep_latency(pts, label), f"sweep-latency-{dim}")
-    widgets.show_figure(charts.sweep_speedup(pts, label), f"sweep-speedup-{dim}")
-    widgets.show_figure(charts.sweep_first_call(pts, label), f"sweep-first-{dim}")
+    widgets.show_figure(charts_sweep.sweep_latency(pts, label), f"sweep-latency-{dim}")
+    widgets.show_figure(charts_sweep.sweep_speedup(pts, label), f"sweep-speedup-{dim}")
+    widgets.show_figure(charts_sweep.sweep_first_call(pts, label), f"sweep-first-{dim}")
 
 st.subheader("Recompiles")
 rc = tables.recompiles_table(d["recompiles"])

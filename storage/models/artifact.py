@@ -2,7 +2,7 @@
 ``TORCH_TRACE`` log of a compiled variant's cold compile (engine/torch_trace.py).
 
 Bytes, not paths: nothing here is ever unpacked on the server. Deleting the run deletes its
-artifacts (``ON DELETE CASCADE``). Bundles leave artifacts out (storage/bundle.py says so).
+artifacts (``ON DELETE CASCADE``). Bundles leave artifacts out (storage/bundle_export.py says so).
 """
 
 from __future__ import annotations
