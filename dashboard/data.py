@@ -239,10 +239,11 @@ def max_note_chars() -> int:
 
 
 def max_bundle_bytes() -> int:
-    """The largest bundle file the Runs page accepts (storage's own limit)."""
-    from storage import bundle
+    """The largest bundle file the Runs page accepts: storage's own limit, read where storage
+    checks it (storage/bundle_validation.py), so the page and the import never disagree."""
+    from storage import bundle_validation
 
-    return bundle.MAX_BUNDLE_BYTES
+    return bundle_validation.MAX_BUNDLE_BYTES
 
 
 def bundle_error_type() -> type[Exception]:

@@ -233,7 +233,7 @@ def test_bad_bundle_upload_on_the_runs_page(db, good_bundle, case):
 
 
 def test_bundle_upload_over_the_size_limit(db, good_bundle, monkeypatch):
-    monkeypatch.setattr(bundle_mod, "MAX_BUNDLE_BYTES", 1000)
+    monkeypatch.setattr(bundle_validation, "MAX_BUNDLE_BYTES", 1000)  # the page and storage
     at = _upload(app("runs"), _text(good_bundle))
     assert "a bundle may be at most 1,000 bytes" in texts(at.error)
     assert queries.list_runs(db).empty
