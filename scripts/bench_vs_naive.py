@@ -38,6 +38,11 @@ MODELS = {
 
 
 def naive(args: argparse.Namespace) -> tuple[float, dict[tuple[str, str], float]]:
+    """The harness's wall time and its first calls by (mode, cold|warm)."""
+    if not NAIVE.exists():
+        raise SystemExit(f"no naive harness at {NAIVE}: on the GPU host copy it first "
+                         "(mkdir -p .bench && cp ../shared/bench/naive_harness.py .bench/) "
+                         "and carry .bench")
     cmd = [sys.executable, str(NAIVE), "--device", args.device, "--modes", args.modes,
            *MODELS[args.model][1]]
     t0 = time.perf_counter()
@@ -51,9 +56,13 @@ def naive(args: argparse.Namespace) -> tuple[float, dict[tuple[str, str], float]
     return wall, first
 
 
-def engine(args: argparse.Namespace, db: str) -> tuple[float, dict[tuple[str, str], float]]:
+def engine(args: argparse.Namespace, db: str,
+           tag: str | None = None) -> tuple[float, dict[tuple[str, str], float], str]:
+    """One ``engine run`` at the shipped defaults (plus ``args.engine_arg``): its wall time,
+    its first calls by (variant, cold|warm) and its run id; ``tag`` tags the stored run."""
     cmd = [sys.executable, "-m", "engine", "run", *MODELS[args.model][0], "--device",
-           args.device, "--variants", args.modes, "--db", db, "--json", *args.engine_arg]
+           args.device, "--variants", args.modes, "--db", db, "--json", *args.engine_arg,
+           *(["--tag", tag] if tag else [])]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -75,7 +84,23 @@ def engine(args: argparse.Namespace, db: str) -> tuple[float, dict[tuple[str, st
         first[(v["variant"], "cold")] = v.get("first_call_cold_s")
         if v.get("first_call_warm_s") is not None:
             first[(v["variant"], "warm")] = v["first_call_warm_s"]
-    return wall, first
+    return wall, first, run_id
+
+
+def fidelity(naive_firsts: dict[tuple[str, str], list[float]],
+             engine_firsts: dict[tuple[str, str], list[float]]) -> list[str]:
+    """The compile-time fidelity check as lines: per compiled mode and cold/warm, the median of
+    the engine's first calls against the median of the harness's (the issue allows 15 %)."""
+    lines = []
+    for key in sorted(naive_firsts):
+        got = engine_firsts.get(key)
+        if key[0] == "eager" or not got:
+            continue
+        ref, ours = statistics.median(naive_firsts[key]), statistics.median(got)
+        lines.append(f"  {key[0]:>16s} {key[1]:4s} engine {ours:7.3f} (n={len(got)})  naive "
+                     f"{ref:7.3f} (n={len(naive_firsts[key])})  {(ours / ref - 1):+6.1%}  "
+                     f"{'ok' if abs(ours / ref - 1) <= 0.15 else 'OFF'}")
+    return lines
 
 
 def main() -> int:
@@ -99,7 +124,7 @@ def main() -> int:
         for i in range(args.repeats):
             order = ("naive", "engine") if i % 2 == 0 else ("engine", "naive")
             for who in order:
-                wall, first = naive(args) if who == "naive" else engine(args, db)
+                wall, first = naive(args) if who == "naive" else engine(args, db)[:2]
                 walls[who].append(wall)
                 for key, value in first.items():
                     if value is not None:
@@ -119,15 +144,7 @@ def main() -> int:
           + (f"; NOT the shipped defaults: engine run {' '.join(args.engine_arg)}"
              if args.engine_arg else "") + ")")
     print("\ncompile-time fidelity (first call, s; engine vs median of the harness's):")
-    for key in sorted(firsts["naive"]):
-        if key[0] == "eager":
-            continue
-        ref = statistics.median(firsts["naive"][key])
-        got = firsts["engine"].get(key)
-        if got:
-            ours = statistics.median(got)
-            print(f"  {key[0]:>16s} {key[1]:4s} engine {ours:7.3f}  naive {ref:7.3f}  "
-                  f"{(ours / ref - 1):+6.1%}  {'ok' if abs(ours / ref - 1) <= 0.15 else 'OFF'}")
+    print("\n".join(fidelity(firsts["naive"], firsts["engine"])))
     return 0
 
 

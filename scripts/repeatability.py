@@ -44,15 +44,17 @@ def run_once(name: str, db: str, device: str, extra: list[str]) -> int:
     return run_id
 
 
-def table(db_url: str) -> int:
+def table(db_url: str, tags: dict[str, str] | None = None) -> int:
+    """Every pair of runs of one config, by tag (``{name: tag}``; default the acceptance
+    configs' ``repeat-NAME``); returns 1 when a pair fails."""
     from storage import open_database, queries
 
     db = open_database(db_url)
     runs = queries.list_runs(db)
     failures = 0
-    for name in CONFIGS:
-        ids = sorted(int(r) for r, tags in zip(runs["run_id"], runs["tags"], strict=True)
-                     if f"repeat-{name}" in (tags or []))
+    for name, tag in (tags or {n: f"repeat-{n}" for n in CONFIGS}).items():
+        ids = sorted(int(r) for r, run_tags in zip(runs["run_id"], runs["tags"], strict=True)
+                     if tag in (run_tags or []))
         if not ids:
             continue
         v = queries.load_runs(db, ids)["variants"]

@@ -1,0 +1,130 @@
+"""Time to answer on a lent GPU host in one command: harness and engine runs in the order given,
+then the ratio, the compile-time fidelity, the repeatability of the engine's intervals and
+where each engine run's time went.
+
+    python scripts/time_to_answer_steps.py --device cuda --out "$OUT" e:bert n:bert e:bert n:bert e:bert
+    python scripts/time_to_answer_steps.py --device cuda --out "$OUT" e:mlp n:mlp e:mlp n:mlp e:mlp
+    python scripts/time_to_answer_steps.py --device cpu --out /tmp/tta e:mlp n:mlp
+
+A step is ``n:MODEL`` (one run of ``../shared/bench/naive_harness.py``, or its copy under
+``.bench/`` on a host without ``../shared``) or ``e:MODEL`` (one ``python -m engine run`` at the
+shipped defaults, stored in ``OUT/tta.db``, tagged ``tta-MODEL``); MODEL is ``mlp`` or ``bert``.
+The variants are the issue's: the seed MLP with eager, default, reduce-overhead and max-autotune
+on a GPU (eager and default on a CPU), BERT-base bf16 b8 s128 with eager, default and
+reduce-overhead.  Alternate the two kinds so drift of the host reaches both.  After every step
+``OUT/steps.json`` holds what was measured so far; a step that would not end before
+``--budget-s`` (from the longest earlier step of its kind) is skipped, so the summary is printed
+before the device's per-command limit ends the command.  A benchmark script: it prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import bench_vs_naive  # noqa: E402  (scripts/ is not a package)
+import repeatability  # noqa: E402
+
+MODES = {("mlp", "cuda"): "eager,default,reduce-overhead,max-autotune",
+         ("mlp", "cpu"): "eager,default",
+         ("bert", "cuda"): "eager,default,reduce-overhead",
+         ("bert", "cpu"): "eager,default,reduce-overhead"}
+
+
+def parse_step(text: str) -> tuple[str, str]:
+    """``e:bert`` -> ("engine", "bert"); anything else is a usage error."""
+    kind, _, model = text.partition(":")
+    if kind not in ("n", "e") or model not in bench_vs_naive.MODELS:
+        raise argparse.ArgumentTypeError(
+            f"a step is n:MODEL (harness) or e:MODEL (engine), MODEL one of "
+            f"{', '.join(sorted(bench_vs_naive.MODELS))}; got {text!r}")
+    return ("naive" if kind == "n" else "engine", model)
+
+
+def summary(steps: list[dict], db: str) -> int:
+    """Ratio of medians, fidelity and repeatability per model; timelines of the engine runs."""
+    for model in dict.fromkeys(s["model"] for s in steps):
+        mine = [s for s in steps if s["model"] == model and s.get("wall_s") is not None]
+        walls = {who: [s["wall_s"] for s in mine if s["who"] == who] for who in ("naive", "engine")}
+        print(f"\n=== {model} ({mine[0]['modes'] if mine else '?'}) ===")
+        for who, w in walls.items():
+            print(f"  {who:6s} wall (s): " + ", ".join(f"{x:.1f}" for x in w))
+        if walls["naive"] and walls["engine"]:
+            n, e = statistics.median(walls["naive"]), statistics.median(walls["engine"])
+            print(f"  ratio of medians: {e:.1f} / {n:.1f} = {e / n:.2f}")
+        firsts: dict[str, dict[tuple[str, str], list[float]]] = {"naive": {}, "engine": {}}
+        for s in mine:
+            for key, value in s["first_call_s"].items():
+                mode, phase = key.rsplit(" ", 1)
+                if value is not None:
+                    firsts[s["who"]].setdefault((mode, phase), []).append(value)
+        lines = bench_vs_naive.fidelity(firsts["naive"], firsts["engine"])
+        if lines:
+            print("  compile-time fidelity (first call, s; medians):\n" + "\n".join(lines))
+        for s in mine:
+            if s["who"] == "engine":
+                subprocess.run([sys.executable, str(ROOT / "scripts" / "run_timeline.py"),
+                                s["run_id"], "--db", db], cwd=ROOT, check=False)
+    ids = [s for s in steps if s["who"] == "engine" and s.get("run_id")]
+    if len(ids) >= 2:
+        models = dict.fromkeys(s["model"] for s in ids)
+        return repeatability.table(db, {m: f"tta-{m}" for m in models})
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("steps", nargs="+", type=parse_step, metavar="STEP")
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--out", required=True, type=Path, help="folder for tta.db and steps.json")
+    p.add_argument("--budget-s", type=float, default=560.0,
+                   help="skip a step that would end after this many seconds (default 560: the "
+                        "device's 600 s per command, less the summary)")
+    args = p.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    db = f"sqlite:///{(args.out / 'tta.db').resolve()}"
+    t_start, steps, longest = time.monotonic(), [], {}
+    for who, model in args.steps:
+        elapsed = time.monotonic() - t_start
+        if elapsed + longest.get((who, model), 0.0) > args.budget_s:
+            print(f"skipped {who} {model}: {elapsed:.0f} s gone, it took up to "
+                  f"{longest[(who, model)]:.0f} s", flush=True)
+            continue
+        modes = MODES[(model, args.device)]
+        a = SimpleNamespace(device=args.device, model=model, modes=modes, engine_arg=[])
+        step = {"who": who, "model": model, "modes": modes, "device": args.device,
+                "started_s": round(elapsed, 1)}
+        try:
+            if who == "naive":
+                wall, first = bench_vs_naive.naive(a)
+            else:
+                wall, first, step["run_id"] = bench_vs_naive.engine(a, db, tag=f"tta-{model}")
+        except (SystemExit, subprocess.CalledProcessError) as e:  # one failed step: go on
+            step["error"] = str(e)[-2000:]
+            print(f"{who} {model}: FAILED {step['error']}", flush=True)
+            steps.append(step)
+            continue
+        longest[(who, model)] = max(longest.get((who, model), 0.0), wall)
+        step.update(wall_s=round(wall, 2),
+                    first_call_s={f"{m} {ph}": v for (m, ph), v in first.items()})
+        steps.append(step)
+        print(f"{who:6s} {model}: {wall:6.1f} s" + (f" (run {step['run_id']})"
+                                                    if "run_id" in step else "") + "  first calls: "
+              + ", ".join(f"{m} {ph} {v:.3f}" for (m, ph), v in sorted(first.items())
+                          if v is not None and m != "eager"), flush=True)
+        (args.out / "steps.json").write_text(json.dumps(steps, indent=1))
+    return summary(steps, db)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
