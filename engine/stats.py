@@ -85,7 +85,10 @@ class Summary:
         return asdict(self)
 
 
-def _as_samples(samples_ms: Sequence[float] | np.ndarray, name: str = "samples_ms") -> np.ndarray:
+def as_samples(samples_ms: Sequence[float] | np.ndarray, name: str = "samples_ms") -> np.ndarray:
+    """Timings (ms) as a float64 array, refused with a ValueError naming ``name`` when they are
+    not one-dimensional, empty, or hold NaN or infinity: every statistic here starts from this
+    check."""
     arr = np.asarray(samples_ms, dtype=np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
@@ -103,7 +106,7 @@ def summarize(samples_ms: Sequence[float] | np.ndarray) -> Summary:
     timer, counts as noisy when there is any spread at all).  Raises ``ValueError`` on an empty
     series or one with NaN/inf, rather than returning numbers that look real.
     """
-    arr = _as_samples(samples_ms)
+    arr = as_samples(samples_ms)
     p10, p25, p50, p75, p90 = np.percentile(arr, [10, 25, 50, 75, 90])
     iqr = float(p75 - p25)
     median = float(p50)
@@ -126,7 +129,7 @@ def _median_rows(x: np.ndarray) -> np.ndarray:
 
 def as_rounds(samples_ms: Sequence[float] | np.ndarray, block: int, name: str) -> np.ndarray:
     """Per-call samples as a (rounds, block) array: row i is round i's block of calls."""
-    arr = _as_samples(samples_ms, name)
+    arr = as_samples(samples_ms, name)
     block = max(int(block), 1)
     if arr.size % block:
         raise ValueError(f"{name}: {arr.size} samples are not whole rounds of {block}")
@@ -301,8 +304,8 @@ def speedup_ci(
     non-finite values, differ in length (they would not be paired rounds) or when a compiled
     median is not positive.
     """
-    eager = _as_samples(eager_ms, "eager_ms")
-    compiled = _as_samples(compiled_ms, "compiled_ms")
+    eager = as_samples(eager_ms, "eager_ms")
+    compiled = as_samples(compiled_ms, "compiled_ms")
     if eager.size != compiled.size:
         raise ValueError(
             f"paired bootstrap needs one eager and one compiled sample per round; got "

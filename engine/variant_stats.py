@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.stats import (
     ProcessRounds,
-    _as_samples,
+    as_samples,
     break_even_calls,
     hierarchical_speedup,
     summarize,
@@ -30,7 +30,7 @@ def _geomean(values: Sequence[float]) -> float:
 def _median_or_none(values: Sequence[float] | None) -> float | None:
     if values is None or len(values) == 0:
         return None
-    return float(np.median(_as_samples(values)))
+    return float(np.median(as_samples(values)))
 
 
 def _per_process_location(processes: list[dict[str, Any]], key: str) -> float | None:
