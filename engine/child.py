@@ -45,6 +45,7 @@ from engine import (  # noqa: E402
     torch_trace,
 )
 from engine.child_setup import build, environment  # noqa: E402
+from engine.compile_load import CompileLoad  # noqa: E402
 from engine.hostload import HostLoad, stop_compile_workers  # noqa: E402
 from engine.models.registry import arch_figures  # noqa: E402
 from engine.rounds import steady_rounds, timing_budget  # noqa: E402
@@ -239,8 +240,10 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                     progress("tracing graph breaks", 0.07, force=True)
                     slot_tail.explain_ahead(model, inputs, clock)
                 progress("warm-cache compile", 0.1, force=True)
-                with clock.phase("compile"), forensics.CompileWatch(phase) as watch:
+                with (clock.phase("compile"), forensics.CompileWatch(phase) as watch,
+                      CompileLoad() as load):
                     res["first_call_warm_s"] = timer.wall_ms(fn) / 1e3
+                res["compile_load"] = load.figures  # the host beside it (engine/compile_load)
                 _after_compile(res, clock, progress)
                 capture.attach_existing()
                 res["compile_cache"] = [watch.result()]
@@ -267,8 +270,10 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 stage = "compiling"
                 capture.context = {"call_index": 1}
                 progress("compiling", 0.1, force=True)
-                with clock.phase("compile"), forensics.CompileWatch(phase) as watch:
+                with (clock.phase("compile"), forensics.CompileWatch(phase) as watch,
+                      CompileLoad() as load):
                     warm.append(timer.wall_ms(fn))
+                res["compile_load"] = load.figures
                 _after_compile(res, clock, progress)
                 capture.attach_existing()
                 if train:

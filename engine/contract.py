@@ -158,6 +158,10 @@ FIGURES: tuple[Figure, ...] = (
     _r("setup_s", "float", "setup s", "imports + device init + model build, not compile"),
     _r("first_call_cold_s", "float", "1st call cold s", "compiled call 1, empty cache"),
     _r("first_call_warm_s", "float", "1st call warm s", "call 1 in a fresh process, warm cache"),
+    _r("compile_load", "json", None, "the host beside the reported compiles, {cold, warm}: "
+       "other_busy_cores (cores kept busy by processes outside the compiling process's tree) "
+       "and steal_share (share of the host's CPU time a hypervisor gave away); "
+       "engine/compile_load.py", column=False),
     _r("peak_allocated_bytes", "int", "peak alloc MiB"),
     _r("peak_reserved_bytes", "int", "peak reserved MiB"),
     _r("graph_count", "int", "graphs"),

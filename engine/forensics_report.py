@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine import known_errors
+from engine import compile_load, known_errors
 
 # The counters shown in the one-line summary (torch's names); every counter is in --json.
 SHOWN = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass",
@@ -132,6 +132,27 @@ def roofline_line(row: dict[str, Any]) -> str | None:
     return text
 
 
+def compile_host_line(row: dict[str, Any]) -> str | None:
+    """``compile host [default]: cold: other processes 0.0 cores, steal 0.0 %; warm: ...``:
+    the host beside each reported compile (engine/compile_load.py), flagged or not."""
+    load = row.get("compile_load")
+    if not isinstance(load, dict):
+        return None
+    parts = []
+    for which in ("cold", "warm"):
+        fig = load.get(which)
+        if not isinstance(fig, dict):
+            continue
+        busy = compile_load.as_figure(fig.get("other_busy_cores"))
+        steal = compile_load.as_figure(fig.get("steal_share"))
+        if busy is None and steal is None:
+            continue
+        parts.append(f"{which}: other processes "
+                     + (f"{busy:.1f} cores" if busy is not None else "unknown")
+                     + ", steal " + (f"{steal:.1%}" if steal is not None else "unknown"))
+    return f"  compile host [{row['variant']}]: " + "; ".join(parts) if parts else None
+
+
 def lines(rows: list[dict[str, Any]]) -> list[str]:
     """Every forensics line of a run's compiled variants, in table order."""
     out: list[str] = []
@@ -148,6 +169,9 @@ def lines(rows: list[dict[str, Any]]) -> list[str]:
         if any(seg.values()):
             out.append(f"  compile phases [{row['variant']}] (cold, s): " + ", ".join(
                 f"{k} {v:.2f}" for k, v in seg.items()))
+        piece = compile_host_line(row)
+        if piece:
+            out.append(piece)
         out += lost_time_lines(row)
     return out
 

@@ -46,6 +46,7 @@ def _merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
     which carries the warm-up curve, compile, memory, profiler and graph-break figures)."""
     proc = dict(child["processes"][0])
     proc.update(first_call_s=child.get("first_call_warm_s"), phases=child.get("phases"),
+                compile_load=child.get("compile_load"),
                 started_at=child.get("process_started_at"),
                 spawned_at=child.get("process_spawned_at"), ended_at=child.get("process_ended_at"))
     base["processes"].append(proc)
@@ -59,14 +60,20 @@ def _merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
     # The first warm-cache process's first call: a fresh process on the filled cache with
     # inductor's defaults, as a user's restart (later ones run without the compile-worker pool).
     base["first_call_warm_s"] = base["processes"][1].get("first_call_s")
+    base["compile_load"] = {"cold": base["processes"][0].get("compile_load"),
+                            "warm": base["processes"][1].get("compile_load")}
     base.setdefault("compile_phases_warm_s", child.get("compile_phases_warm_s"))
     forensics.merge_cache(base, child)
 
 
 def _first_process(result: dict[str, Any]) -> None:
     """The cold process's own entry in ``processes``: when it ran and its phases."""
+    load = result.get("compile_load")
+    if load is not None:  # the cold compile's host (engine/compile_load.py); "warm" joins later
+        result["compile_load"] = {"cold": load}
     for proc in result.get("processes") or []:
         proc.update(first_call_s=result.get("first_call_cold_s"), phases=result.pop("phases", None),
+                    compile_load=load,
                     started_at=result.pop("process_started_at", None),
                     spawned_at=result.pop("process_spawned_at", None),
                     ended_at=result.pop("process_ended_at", None))

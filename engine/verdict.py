@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine import fmt
+from engine import compile_load, fmt
 from engine.hostload import BUSY_HOST_CORES
 
 TIE_BAND = 0.03  # pipelined ratios within ±3 % of 1.0 are called a tie (also without an interval)
@@ -109,6 +109,21 @@ def busy_host_warning(rows: Iterable[Row]) -> str | None:
             "slower then. Re-run on a quiet machine before trusting these figures.")
 
 
+def compile_host_caution(row: Row) -> str | None:
+    """One caution when the host was busy beside a reported compile (engine/compile_load.py):
+    its compile time, and so break-even, may read high; None when it was quiet or unknown."""
+    load = row.get("compile_load")
+    if not isinstance(load, dict):
+        return None
+    said = [(which, compile_load.caution(load.get(which))) for which in ("cold", "warm")]
+    said = [(which, text) for which, text in said if text]
+    if not said:
+        return None
+    return (f"{row['variant']}: during its " + "; during its ".join(
+        f"{'cold' if which == 'cold' else 'warm-cache'} compile {text}" for which, text in said)
+        + ". Its compile time and break-even may read high; compare them on a quiet host.")
+
+
 def disagreement_cause(row: Row) -> str:
     """The likeliest reason a variant's processes disagree, from what was measured."""
     busy = _v(row, "host_other_busy_cores")
@@ -138,6 +153,9 @@ def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
     if busy:
         out.append(busy)
     for r in compiled:
+        host = compile_host_caution(r)
+        if host:
+            out.append(host)
         k = _v(r, "n_processes")
         if _true(r.get("processes_disagree")):
             per = ", ".join(fmt.ratio(s) for s in (r.get("process_speedups") or []))

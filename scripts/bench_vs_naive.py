@@ -77,7 +77,8 @@ def engine(args: argparse.Namespace, db: str,
     text = subprocess.run([sys.executable, "-m", "engine", "show", run_id, "--db", db], cwd=ROOT,
                           capture_output=True, text=True).stdout
     for line in text.splitlines():
-        if "where the time went" in line or "speedup" in line.lower() and "x [" in line:
+        if ("where the time went" in line or "compile host [" in line
+                or "speedup" in line.lower() and "x [" in line):
             print(f"engine run {run_id}:{line}", flush=True)
     first = {}
     for v in json.loads(shown.stdout)["variants"]:
