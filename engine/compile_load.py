@@ -25,6 +25,8 @@ import os
 import time
 from typing import Any
 
+from engine.hostload import CLOCK_TICKS, stat_fields
+
 # A reported compile beside more than this much other work is flagged (engine/verdict.py): on
 # the 2-core CPU host one busy core beside the seed MLP's cold compile read +5 % (8.68 s
 # against 8.18 s alone, two each), and a compile on a host of many cores is mostly one thread
@@ -32,12 +34,6 @@ from typing import Any
 COMPILE_BUSY_CORES = 1.0
 # Steal time: a share of the host's CPU time given to other virtual machines.
 STEAL_SHARE = 0.05
-
-try:
-    _TICK = float(os.sysconf("SC_CLK_TCK"))
-except (AttributeError, ValueError, OSError):
-    _TICK = 100.0
-
 
 def host_cpu_seconds() -> tuple[float, float, int] | None:
     """(busy, steal, number of CPUs): CPU-seconds all cores spent not idle, and stolen, since
@@ -55,7 +51,7 @@ def host_cpu_seconds() -> tuple[float, float, int] | None:
     # in user. Steal is not busy time of this host's processes: counted apart.
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
     steal = fields[7] if len(fields) > 7 else 0.0
-    return (sum(fields[:7]) - idle) / _TICK, steal / _TICK, n_cpu
+    return (sum(fields[:7]) - idle) / CLOCK_TICKS, steal / CLOCK_TICKS, n_cpu
 
 
 def tree_cpu_seconds(pid: int) -> float | None:
@@ -71,10 +67,9 @@ def tree_cpu_seconds(pid: int) -> float | None:
     cpu: dict[int, float] = {}
     for entry in entries:
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                rest = f.read().rsplit(")", 1)[1].split()
+            rest = stat_fields(entry)
             parent[int(entry)] = int(rest[1])
-            cpu[int(entry)] = sum(float(x) for x in rest[11:15]) / _TICK
+            cpu[int(entry)] = sum(float(x) for x in rest[11:15]) / CLOCK_TICKS
         except (OSError, ValueError, IndexError):
             continue  # gone between listing and reading
     if pid not in cpu:

@@ -22,9 +22,9 @@ from typing import Any
 BUSY_HOST_CORES = 0.5
 
 try:
-    _TICK = float(os.sysconf("SC_CLK_TCK"))
+    CLOCK_TICKS = float(os.sysconf("SC_CLK_TCK"))
 except (AttributeError, ValueError, OSError):
-    _TICK = 100.0
+    CLOCK_TICKS = 100.0
 
 
 def _busy_seconds() -> float | None:
@@ -38,7 +38,7 @@ def _busy_seconds() -> float | None:
     # counted in user, so only the first eight fields are summed.
     total = sum(fields[:8])
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
-    return (total - idle) / _TICK
+    return (total - idle) / CLOCK_TICKS
 
 
 def _own_seconds() -> float:
@@ -67,7 +67,7 @@ class HostLoad:
         self.other_busy_cores = round(max(other, 0.0) / wall, 2)
 
 
-def _stat_fields(pid: int | str) -> list[str]:
+def stat_fields(pid: int | str) -> list[str]:
     """``/proc/PID/stat`` after the command name: state, ppid, ... (the name may hold spaces,
     so split after its ')').  Raises OSError or IndexError where there is no such process."""
     with open(f"/proc/{pid}/stat") as f:
@@ -85,7 +85,7 @@ def _children(pid: int) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            if int(_stat_fields(entry)[1]) == pid:
+            if int(stat_fields(entry)[1]) == pid:
                 out.append(int(entry))
         except (OSError, ValueError, IndexError):
             continue
@@ -98,7 +98,7 @@ GONE_WAIT_S = 5.0
 def _gone(pid: int) -> bool:
     """Exited: no such process, or a zombie (its memory and files are released)."""
     try:
-        return _stat_fields(pid)[0] in ("Z", "X")
+        return stat_fields(pid)[0] in ("Z", "X")
     except (OSError, IndexError):
         return True
 
