@@ -3,7 +3,7 @@
 A compile time is only as good as the host it ran on. The schedule (engine/schedule.py) runs a
 reported compile (the cold one, the first warm-cache one) with nothing else of the run preparing,
 compiling or timing, but it cannot keep other tenants off the host: on one lent H200 host every
-compile phase of a run read 40-66 % above the hand-written harness's while the other runs on the
+compile phase of a run read 41-66 % above the hand-written harness's while the other runs on the
 same host read within 15 %, and nothing in the run said why.  ``CompileLoad`` says, per compile:
 
 * ``other_busy_cores``: the cores kept busy by processes *outside this process's tree* while it
