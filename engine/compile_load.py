@@ -118,17 +118,28 @@ def caution(figures: Any) -> str | None:
     figures are missing or malformed (they come from stored rows: hostile)."""
     if not isinstance(figures, dict):
         return None
-    busy, steal = as_figure(figures.get("other_busy_cores")), as_figure(figures.get("steal_share"))
+    busy, steal = as_figure(figures.get("other_busy_cores")), as_share(figures.get("steal_share"))
     parts = []
     if busy is not None and busy >= COMPILE_BUSY_CORES:
         parts.append(f"other work kept {busy:.1f} CPU cores busy")
-    if steal is not None and STEAL_SHARE <= steal <= 1:
+    if steal is not None and steal >= STEAL_SHARE:
         parts.append(f"a hypervisor took {steal:.0%} of the host's CPU time")
     return " and ".join(parts) or None
 
 
+# No host has more cores: a stored figure above it was not measured (a hand-written row).
+MAX_CORES = 65536
+
+
 def as_figure(value: Any) -> float | None:
-    """A finite, non-negative number, else None (a bool is not a number here)."""
+    """A number in [0, MAX_CORES], else None (a bool is not a number here): the figures come
+    from stored rows and bundles."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    return float(value) if math.isfinite(value) and 0 <= value <= MAX_CORES else None
+
+
+def as_share(value: Any) -> float | None:
+    """A share in [0, 1] (``steal_share``), else None."""
+    share = as_figure(value)
+    return share if share is not None and share <= 1 else None

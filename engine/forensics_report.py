@@ -144,7 +144,7 @@ def compile_host_line(row: dict[str, Any]) -> str | None:
         if not isinstance(fig, dict):
             continue
         busy = compile_load.as_figure(fig.get("other_busy_cores"))
-        steal = compile_load.as_figure(fig.get("steal_share"))
+        steal = compile_load.as_share(fig.get("steal_share"))
         if busy is None and steal is None:
             continue
         parts.append(f"{which}: other processes "

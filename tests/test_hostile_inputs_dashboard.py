@@ -350,6 +350,7 @@ def test_figures_of_the_wrong_kind_written_into_the_database_by_hand(db):
         results.save_variant_result(db, run_id, r)
     queue.finish_run(db, run_id, "done")
     extra = {"eager_error": "abc", "accuracy_ok": "yes", "host_other_busy_cores": [1, 2],
+             "compile_load": {"cold": "busy", "warm": {"other_busy_cores": "9"}},
              "lost_time": "x", "roofline": 5, "warm_cache_miss_reason": {"a": 1},
              "stats": {"speedup_spread": {"a": 1}, "break_even_calls_warm": "never",
                        "n_processes": "three", "process_speedups": "x"}}
@@ -365,7 +366,52 @@ def test_figures_of_the_wrong_kind_written_into_the_database_by_hand(db):
     assert pd.isna(row["median_ms"]) and pd.isna(row["speedup"]) and pd.isna(row["eager_error"])
     assert row["accuracy_ok"] is None and row["lost_time"] is None and row["roofline"] is None
     assert pd.isna(row["speedup_spread"]) and row["process_speedups"] is None
-    report.build_report(d["runs"], d["variants"], [], [verdict_for_run(d["variants"], run_id)])
+    verdict = verdict_for_run(d["variants"], run_id)
+    assert not [w for w in verdict.warnings if "compile time and break-even" in w]
+    report.build_report(d["runs"], d["variants"], [], [verdict])
     shown = {v["variant"]: v for v in load_run(db, run_id)["variants"]}["default"]
     assert shown["eager_error"] is None and shown["warm_cache_miss_reason"] is None
     assert shown["median_ms"] is None and shown["speedup"] is None  # engine show formats them
+
+
+HOSTILE_COMPILE_LOADS = {
+    "strings": {"cold": {"other_busy_cores": SCRIPT, "steal_share": IMAGE}},
+    "absurd-numbers": {"cold": {"other_busy_cores": 1e9, "steal_share": 7.0},
+                       "warm": {"other_busy_cores": -3, "steal_share": -0.5}},
+    "bools": {"cold": {"other_busy_cores": True, "steal_share": True}},
+    "wrong-shapes": {"cold": [[[1]]], "warm": "x", "hot": {"other_busy_cores": 9}},
+    "not-a-dict": [1, 2, 3],
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_COMPILE_LOADS))
+def test_hostile_compile_load_in_a_bundle_says_nothing(db, good_bundle, case):
+    """``compile_load`` (engine/compile_load.py) comes back from bundles and rows: a figure that
+    is not a plausible measurement flags no compile, and no page, report or ``show`` fails."""
+    from engine.report import format_run
+
+    b = copy.deepcopy(good_bundle)
+    compiled = next(v for v in b["runs"][0]["variants"] if v["variant"] != "eager")
+    compiled.setdefault("extra", {})["compile_load"] = HOSTILE_COMPILE_LOADS[case]  # where
+    # bundles carry it, like every figure without a column (docs/CONTRACTS.md)
+    (run_id,) = bundle_mod.import_bundle(db, _text(b))
+    at = app("compare", runs=str(run_id))
+    no_exceptions(at)
+    shown = _markdown_texts(at)
+    assert "compile other work" not in shown and "hypervisor" not in shown
+    assert SCRIPT not in shown and "1000000000" not in shown
+    text = format_run(db, run_id)
+    assert "compile time and break-even" not in text and "compile host" not in text
+    d = queries.load_runs(db, [run_id])
+    assert not [w for w in verdict_for_run(d["variants"], run_id).warnings
+                if "compile time and break-even" in w]
+
+
+def test_a_compile_load_out_of_any_range_is_refused_at_the_bundle(db, good_bundle):
+    b = copy.deepcopy(good_bundle)
+    b["runs"][0]["variants"][1].setdefault("extra", {})["compile_load"] = {
+        "cold": {"other_busy_cores": 1e300}}
+    with pytest.raises(bundle_mod.BundleError, match="compile_load.cold.other_busy_cores: "
+                                                     "number out of range"):
+        bundle_mod.import_bundle(db, _text(b))
+    assert queries.list_runs(db).empty
