@@ -1,5 +1,5 @@
-"""``python -m engine``: models | run | show | worker | cancel (and, from engine/cli_more.py,
-gate | export | import | rerun | baseline | suite | recommend | trace).
+"""``python -m engine``: models | run | show | worker | cancel | slurm (engine/slurm/cli.py; and,
+from engine/cli_more.py, gate | export | import | rerun | baseline | suite | recommend | trace).
 
 Bad input gets one clear line on stderr and exit code 2, and nothing is stored: the spec, tags
 and note are validated completely (including the device, the backend and user factories) before
@@ -58,6 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--stale-after", type=float, default=60.0,
                    help="seconds without heartbeat after which a running run is recovered")
     w.add_argument("--once", action="store_true", help="exit when the queue is empty")
+    w.add_argument("--run-id", type=_run_id, default=None, metavar="N",
+                   help="serve exactly run N once, then exit (what a Slurm job runs: "
+                        "engine/slurm/job.py)")
+    w.add_argument("--spec-sha256", default=None, metavar="HEX",
+                   help="with --run-id: refuse the run unless its stored spec has this digest")
+    w.add_argument("--db-wait", type=float, default=120.0, metavar="S",
+                   help="with --run-id: seconds to keep trying to reach the database (then "
+                        "exit code 3)")
     w.add_argument("--allow-user-models", action="store_true",
                    help="also run file and module references (path/file.py:factory, "
                         "pkg.mod:factory) found in queued specs: anyone who can write the "
@@ -67,8 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("cancel", help="cancel a queued or running run")
     c.add_argument("run_id", type=_run_id)
     from engine.cli_more import add_parsers
+    from engine.slurm.cli import add_parser as add_slurm_parser
 
-    for sp in (r, s, w, c, *add_parsers(sub, _run_id)):
+    for sp in (r, s, w, c, add_slurm_parser(sub), *add_parsers(sub, _run_id)):
         sp.add_argument("--db", default=None,
                         help="database URL (default: $COMPILELAB_DB or sqlite:///compilelab.db)")
     return p
@@ -79,6 +88,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     from storage import open_database
 
     db = open_database(args.db, create=False)
+    from engine.slurm.reconcile import refresh
+
+    slurm_note = refresh(db, args.run_id, min_interval_s=0)  # a Slurm run: ask Slurm first
+    if slurm_note and not args.json:
+        print(f"note: {slurm_note}", file=sys.stderr)
     if args.json:
         # Exactly one JSON document on stdout; NaN (never stored, but be safe) becomes null.
         print(json.dumps(run_json(db, args.run_id), default=str, allow_nan=False))
@@ -92,8 +106,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     from storage import open_database, queue
 
-    status = queue.request_cancel(open_database(args.db, create=False), args.run_id)
-    print(f"run {args.run_id}: {status}")
+    db = open_database(args.db, create=False)
+    status = queue.request_cancel(db, args.run_id)
+    from engine.slurm.submit import cancel_job
+
+    job = cancel_job(db, args.run_id) if status in ("cancelled", "running") else None
+    print(f"run {args.run_id}: {status}" + (f"; {job}" if job else ""))
     return 0
 
 
@@ -101,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from sqlalchemy.exc import SQLAlchemyError
 
+    from engine.slurm.commands import SlurmError
     from storage.db import DatabaseOpenError, SchemaError, mask_url
     from storage.text import one_line
 
@@ -115,6 +134,14 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_show(args)
         if args.cmd == "cancel":
             return cmd_cancel(args)
+        if args.cmd == "worker" and args.run_id is not None:
+            from engine.slurm.job import main as job_main
+
+            return job_main(args)
+        if args.cmd == "slurm":
+            from engine.slurm.cli import run as slurm_run
+
+            return slurm_run(args)
         if args.cmd == "worker":
             from engine.worker import main as worker_main
 
@@ -125,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         if code is not None:
             return code
     except (SpecError, CatalogueError, UsageError, LookupError, DatabaseOpenError, SchemaError,
-            ValueError, TypeError) as e:
+            ValueError, TypeError, SlurmError) as e:
         # ValueError/TypeError: storage.text's rule for tags and notes (TextError), or a value
         # storage refused; each carries a message meant for the user.
         print(f"error: {one_line(e)}", file=sys.stderr)

@@ -153,6 +153,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     r.add_argument("--note", default="")
     r.add_argument("--queue", action="store_true",
                    help="only queue the run for a worker (python -m engine worker)")
+    r.add_argument("--slurm", action="store_true",
+                   help="hand the run to Slurm as one batch job (settings: docs/SLURM.md); "
+                        "follow it with python -m engine show RUN")
     r.add_argument("--json", action="store_true", help="print the run id only")
     return r
 
@@ -295,10 +298,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storage.text import check_note, normalize_tags
 
     marks: list[tuple[str, float | None]] = [("command start and imports", process_age_s())]
-    if (args.require_gpu or args.require_torch) and not args.queue:
+    if args.slurm and args.queue:
+        raise UsageError("--slurm and --queue: choose one (Slurm's job, or any worker)")
+    elsewhere = args.queue or args.slurm  # measured on another machine
+    if (args.require_gpu or args.require_torch) and not elsewhere:
         raise SpecError("--require-gpu / --require-torch choose the worker that takes a queued "
-                        "run: add --queue (a run measured here uses this machine)", "require_gpu")
-    if not args.queue:  # measured here: the process server starts while we check the spec
+                        "run: add --queue or --slurm (a run measured here uses this machine)",
+                        "require_gpu")
+    if not elsewhere:  # measured here: the process server starts while we check the spec
         _start_server_early(args)
         import engine.execute  # noqa: F401  (numpy, scipy: 1.5 s, beside the server's start)
         marks.append(("engine imports", process_age_s()))
@@ -323,7 +330,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         "require_gpu": args.require_gpu, "require_torch": args.require_torch,
     }
     # The local user typed this command, file and module references included.
-    spec = normalise(raw, check_device=True, check_factory=True, allow_user_models=True)
+    # --slurm: the device is the compute node's, not this host's.
+    spec = normalise(raw, check_device=not args.slurm, check_factory=True,
+                     allow_user_models=True)
     marks.append(("spec and device check", process_age_s()))
     from storage import open_database, queue
 
@@ -336,6 +345,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         # the count and an estimate before anything starts (engine/grid_plan.py)
         print("grid: " + plan(spec, process_seconds(db, spec["model"], spec["device"])).text(),
               file=sys.stderr)
+    if args.slurm:
+        return _submit_to_slurm(db, spec, tags, note, args.json)
     run_id = queue.enqueue_run(db, spec, tags=tags, note=note)
     if args.queue:
         print(run_id if args.json else f"queued run {run_id}")
@@ -353,3 +364,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     print(format_run(db, run_id))
     return 0 if status == "done" else 1
+
+
+def _submit_to_slurm(db: Any, spec: dict[str, Any], tags: list[str], note: str,
+                     as_json: bool) -> int:
+    """``run --slurm``: store the run and hand it to Slurm (engine/slurm/submit.py). A bad
+    setting or a missing Slurm: one line, nothing stored; a refused job: one line, the run
+    stored as failed."""
+    from engine.slurm.commands import SlurmError
+    from engine.slurm.submit import submit_run
+    from engine.spec import is_reference
+
+    try:
+        done = submit_run(db, spec, tags=tags, note=note,
+                          allow_user_models=is_reference(spec["model"]))  # this user typed it
+    except SlurmError as e:
+        raise UsageError(str(e)) from None
+    print(done.run_id if as_json else done.text())
+    if not as_json:
+        print(f"follow it: python -m engine show {done.run_id}", file=sys.stderr)
+    return 0

@@ -106,7 +106,32 @@ def run_json(db: Any, run_id: int) -> dict[str, Any]:
     from storage.artifacts import list_artifacts
 
     run["artifacts"] = list_artifacts(db, run_id)  # kept files, without their bytes
+    from storage.slurm_jobs import job_of
+
+    run["slurm"] = job_of(db, run_id)  # its Slurm job (engine/slurm/), None for other runs
+    run["slurm_job_id"] = run["slurm"]["job_id"] if run["slurm"] else None
     return run
+
+
+def _slurm_line(job: dict[str, Any] | None) -> list[str]:
+    """``  slurm: job 12 PENDING (Priority), partition gpu, limit 30 min``: where a Slurm run's
+    job is (what the reconciler last saw), or nothing for a run that is not Slurm's."""
+    if not job:
+        return []
+    state = job.get("state") or "?"
+    if job.get("reason") and state == "PENDING":
+        state += f" ({job['reason']})"
+    parts = [f"job {job.get('job_id')} {state}"]
+    if job.get("node"):
+        parts.append(f"node {job['node']}")
+    if job.get("exit_code") and state not in ("PENDING", "RUNNING"):
+        parts.append(f"exit {job['exit_code']}")
+    parts.append(f"partition {job.get('partition') or '(default)'}")
+    if job.get("time_limit_min"):
+        parts.append(f"limit {job['time_limit_min']} min")
+    if job.get("restarts"):
+        parts.append(f"restarted {job['restarts']}x")
+    return [f"  slurm: {', '.join(parts)}"]
 
 
 def format_run(db: Any, run_id: int) -> str:
@@ -117,6 +142,7 @@ def format_run(db: Any, run_id: int) -> str:
         f"run {run_id}: {run['model']} ({run['dims_label']}) {run['dtype']} on {run['device']}"
         f" | status {run['status']}" + (f": {run['error']}" if run.get("error") else ""),
         f"  {describe_step(run.get('spec') or {})}",
+        *_slurm_line(run.get("slurm")),
         f"  gpu {env.get('gpu') or 'none'} | driver {env.get('driver') or '-'} | "
         f"torch {env.get('torch') or '-'} | triton {env.get('triton') or '-'} | "
         f"host {env.get('host') or '-'} | commit {_short_commit(env.get('commit'))}",

@@ -212,35 +212,43 @@ class Worker:
                 if not once:
                     time.sleep(self.poll_s)
                 continue
-            run_id, raw = claimed
-            spec = self.validate(run_id, raw)
-            if spec is None:
-                continue
-            log.info("claimed run %s: %s %s %s on %s, variants %s", run_id, spec["model"],
-                     spec["dims"], spec["dtype"], spec["device"], ",".join(spec["variants"]))
-            self.current_run = run_id
-            try:
-                status = execute_run(
-                    self.db, run_id, spec, self.worker_id, log=log.info,
-                    on_progress=self._log_phase(run_id), stop_requested=lambda: self.stopping,
-                    retry_cap_s=self.retry_cap_s,
-                )
-            except Exception as e:  # a bug or a lost database must not leave it "running"
-                log.exception("run %s failed inside the worker", run_id)
-                self._db(f"failing run {run_id}", lambda e=e, r=run_id: queue.finish_run(
-                    self.db, r, "failed", error=f"worker error: {one_line(e, 900)}",
-                    worker_id=self.worker_id))
-                continue
-            finally:
-                self.current_run = None
-            if status == "interrupted":
-                self._db(f"re-queueing run {run_id}",
-                         lambda r=run_id: queue.requeue_run(self.db, r, self.worker_id))
-                log.info("run %s re-queued (worker stopping)", run_id)
-            else:
-                log.info("run %s %s", run_id, status)
+            self.run_claimed(*claimed)
         log.info("worker %s stopped", self.worker_id)
         return 0
+
+    def run_claimed(self, run_id: int, raw: Any) -> str | None:
+        """Validate and measure a run this worker has claimed (from the queue, or the one run a
+        Slurm job claims: engine/slurm/job.py); its final status, "interrupted" (given back to
+        the queue: the worker was asked to stop), or None (refused by ``validate``)."""
+        from storage import queue
+
+        spec = self.validate(run_id, raw)
+        if spec is None:
+            return None
+        log.info("claimed run %s: %s %s %s on %s, variants %s", run_id, spec["model"],
+                 spec["dims"], spec["dtype"], spec["device"], ",".join(spec["variants"]))
+        self.current_run = run_id
+        try:
+            status = execute_run(
+                self.db, run_id, spec, self.worker_id, log=log.info,
+                on_progress=self._log_phase(run_id), stop_requested=lambda: self.stopping,
+                retry_cap_s=self.retry_cap_s,
+            )
+        except Exception as e:  # a bug or a lost database must not leave it "running"
+            log.exception("run %s failed inside the worker", run_id)
+            self._db(f"failing run {run_id}", lambda e=e: queue.finish_run(
+                self.db, run_id, "failed", error=f"worker error: {one_line(e, 900)}",
+                worker_id=self.worker_id))
+            return "failed"
+        finally:
+            self.current_run = None
+        if status == "interrupted":
+            self._db(f"re-queueing run {run_id}",
+                     lambda: queue.requeue_run(self.db, run_id, self.worker_id))
+            log.info("run %s re-queued (worker stopping)", run_id)
+        else:
+            log.info("run %s %s", run_id, status)
+        return status
 
     @staticmethod
     def _log_phase(run_id: int):

@@ -91,14 +91,19 @@ def _requirement(spec: Mapping[str, Any], key: str, limit: int) -> str | None:
 
 
 def enqueue_run(
-    db: Database, spec: Mapping[str, Any], *, tags: Iterable[str] = (), note: str = ""
+    db: Database, spec: Mapping[str, Any], *, tags: Iterable[str] = (), note: str = "",
+    executor: str | None = None,
 ) -> int:
     """Queue a RunSpec (stored verbatim) and return the new run's id.
 
     ``model``, ``dims``, ``dtype`` and ``device`` are copied out of the spec into columns so the
     runs page can filter on them without parsing JSON; ``require_gpu`` and ``require_torch``
     too, so that only a worker that can serve the run claims it (``storage.workers.servable``).
+    ``executor="slurm"``: the run waits for its own Slurm job (storage/slurm_jobs.py), never
+    for a worker.
     """
+    if executor not in (None, "slurm"):
+        raise ValueError(f"executor must be None or 'slurm', got {executor!r}")
     if not isinstance(spec, Mapping):
         raise TypeError(f"spec must be a dict, got {type(spec).__name__}")
     model = spec.get("model")
@@ -115,6 +120,7 @@ def enqueue_run(
         spec=json_safe(dict(spec)),
         require_gpu=_requirement(spec, "require_gpu", 256),
         require_torch=_requirement(spec, "require_torch", 64),
+        executor=executor,
         note=note or "",
         attempts=0,
         cancel_requested=False,
@@ -155,7 +161,8 @@ def _decode_spec(text: Any) -> Any:
 
 
 def _oldest_queued(caps: Capabilities | None = None) -> Any:
-    return (select(Run.id).where(Run.status == "queued", servable(caps))
+    # A Slurm run waits for its own job (claim_run), never for a worker.
+    return (select(Run.id).where(Run.status == "queued", Run.executor.is_(None), servable(caps))
             .order_by(Run.created_at, Run.id).limit(1))
 
 

@@ -73,12 +73,18 @@ def requeue_run(db: Database, run_id: int, worker_id: str) -> bool:
         ).one_or_none()
         if run is None:
             return False
-        if run.cancel_requested:
-            _end_cancelled(run)
-        else:
-            _back_to_queue(run)
-            run.attempts = max(run.attempts - 1, 0)
+        hand_back(run)
         return True
+
+
+def hand_back(run: Run) -> None:
+    """A run given back without fault (its worker stopped cleanly, Slurm requeued its job):
+    queued again without counting the claim, or cancelled if a cancel was pending."""
+    if run.cancel_requested:
+        _end_cancelled(run)
+    else:
+        _back_to_queue(run)
+        run.attempts = max(run.attempts - 1, 0)
 
 
 def recover_stale_runs(db: Database, stale_after_s: float) -> list[int]:
@@ -94,7 +100,9 @@ def recover_stale_runs(db: Database, stale_after_s: float) -> list[int]:
     # BEGIN IMMEDIATE already serialises recoverers).
     stale = (
         select_queue_columns()
-        .where(Run.status == "running", Run.heartbeat_at < cutoff)
+        # Slurm runs are the Slurm reconciler's (engine/slurm/reconcile.py): Slurm knows
+        # whether their job lives, a heartbeat does not.
+        .where(Run.status == "running", Run.heartbeat_at < cutoff, Run.executor.is_(None))
         .order_by(Run.id)
         .with_for_update(skip_locked=True)
     )
@@ -117,7 +125,8 @@ def recover_dead_runs(db: Database, host: str, is_alive: Callable[[int], bool]) 
     with db.session() as session:
         claims = session.execute(
             select(Run.id, Run.worker_id).where(
-                Run.status == "running", Run.worker_id.like(f"%{host}:%")
+                Run.status == "running", Run.worker_id.like(f"%{host}:%"),
+                Run.executor.is_(None),  # Slurm's runs: see recover_stale_runs
             )
         ).all()
     dead: dict[int, str] = {}

@@ -14,6 +14,7 @@ from storage.models.graph_break import GraphBreak
 from storage.models.recompile import Recompile
 from storage.models.run import Run
 from storage.models.run_tag import RunTag
+from storage.models.slurm_job import SlurmJob
 from storage.models.sweep_point import SweepPoint
 from storage.models.variant_result import VariantResult
 from storage.models.worker import Worker
@@ -31,6 +32,7 @@ __all__ = [
     "Recompile",
     "Run",
     "RunTag",
+    "SlurmJob",
     "SweepPoint",
     "VariantResult",
     "Worker",

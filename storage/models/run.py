@@ -53,6 +53,10 @@ class Run(Base):
     # model (exact name) and a torch release (a prefix such as "2.11"); None accepts any.
     require_gpu: Mapped[str | None] = mapped_column(String(256))
     require_torch: Mapped[str | None] = mapped_column(String(64))
+    # Who carries the run out: None, any worker that claims it from the queue; "slurm", the
+    # Slurm batch job submitted for it (storage/slurm_jobs.py), which claims exactly this run:
+    # workers never claim such a run, nor recover it (the Slurm reconciler does).
+    executor: Mapped[str | None] = mapped_column(String(16))
 
     error: Mapped[str | None] = mapped_column(Text)
     note: Mapped[str] = mapped_column(Text, default="")
