@@ -1,4 +1,4 @@
-"""User text made harmless where it is shown or exported (pure, no Streamlit).
+r"""User text made harmless where it is shown or exported (pure, no Streamlit).
 
 Model names, tags, notes, error messages, stderr tails and graph-break reasons come from whoever
 can write the database or hand over a bundle. Three places would otherwise interpret them:
@@ -7,8 +7,12 @@ can write the database or hand over a bundle. Three places would otherwise inter
   and progress texts: ``![x](http://evil/)`` in a model name made every viewer's browser fetch
   that URL. ``md`` backslash-escapes the characters that make Markdown (links, images,
   emphasis, code, HTML, tables, LaTeX) and a leading list/heading marker; CommonMark allows that
-  escape for any ASCII punctuation. Escaping ``[`` also defuses Streamlit's ``:red[…]``; plain
-  colons, hyphens and dots stay as they are, so "max-autotune: oom" reads the same in a label.
+  escape for any ASCII punctuation. Streamlit adds colon forms of its own: directives
+  (``:red[…]``, ``:rainbow[…]``, ``:blue-background[…]``, ``:small[…]``, ``:help[…]``, and
+  ``:red`` alone, which swallowed its own text) are parsed from the source, so a colon before a
+  letter is escaped (``\:``); shortcodes (``:skull:``, ``:material/verified:``, ``:streamlit:``)
+  are matched in the text after escapes are resolved, so ``storage.text.defuse_shortcodes``
+  breaks them with an invisible WORD JOINER. Either way a fake status icon cannot appear.
 - Spreadsheets run a cell that starts with ``= + - @`` (or tab / CR, which some of them strip
   first) as a formula: ``=cmd|' /C calc'!A0``. ``neutralise`` prefixes such a cell with ``'``
   (OWASP's advice); numbers are left alone, so a negative *number* stays a number.
@@ -28,11 +32,14 @@ from typing import Any
 
 import pandas as pd
 
+from storage.text import defuse_shortcodes
+
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 _MD_SPECIAL = "\\`*_{}[]()#+!|<>~$"
 _MD_TABLE = str.maketrans({**{c: "\\" + c for c in _MD_SPECIAL}, "\n": " ", "\r": " "})
 _MD_LEADING = re.compile(r"^(\s*(?:\d+)?)([-=.)])")  # "- x", "1. x", "=== " at the start
 _MD_AUTOLINK = re.compile(r"(?i)(://|www\.)")  # GFM turns bare URLs into links
+_MD_DIRECTIVE = re.compile(r":(?=[A-Za-z])")  # ":red[x]", ":small" (a directive name follows)
 
 
 def md(value: Any, limit: int | None = None) -> str:
@@ -41,7 +48,8 @@ def md(value: Any, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     text = _MD_AUTOLINK.sub(lambda m: m.group(1).replace("/", "\\/").replace(".", "\\."),
-                            text.translate(_MD_TABLE))
+                            defuse_shortcodes(text).translate(_MD_TABLE))
+    text = _MD_DIRECTIVE.sub(r"\\:", text)
     return _MD_LEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), text, count=1)
 
 

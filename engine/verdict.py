@@ -27,6 +27,7 @@ from typing import Any
 
 from engine import compile_load, fmt
 from engine.hostload import BUSY_HOST_CORES
+from storage.text import defuse_shortcodes
 
 TIE_BAND = 0.03  # pipelined ratios within ±3 % of 1.0 are called a tie (also without an interval)
 LAUNCH_BOUND = 0.5  # eager's device-busy time below half its wall time: launch-bound
@@ -75,8 +76,10 @@ _MD_SPECIAL = set("\\`*_[]#!<>|~$:")
 
 
 def md_escape(text: str) -> str:
-    """Backslash-escape every Markdown/HTML special character, so text renders as itself."""
-    return "".join("\\" + c if c in _MD_SPECIAL else c for c in str(text))
+    """Backslash-escape every Markdown/HTML special character, so text renders as itself
+    (the escaped ":" stops directives such as ":red[...]"; shortcodes such as ":skull:" match
+    after escapes are resolved, so ``defuse_shortcodes`` breaks them)."""
+    return "".join("\\" + c if c in _MD_SPECIAL else c for c in defuse_shortcodes(str(text)))
 
 
 def _join(names: list[str]) -> str:

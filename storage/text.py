@@ -103,6 +103,19 @@ def one_line(text: object, limit: int = 1000) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+# Streamlit's Markdown (and GitHub's) turns ":skull:" into an emoji, ":material/verified:" into an
+# icon and ":streamlit:" into a logo by matching the text *after* Markdown escapes are resolved,
+# so a backslash cannot stop them. A WORD JOINER (U+2060: invisible, no line break) after the
+# colon that opens such a pattern does; plain colons ("max-autotune: oom", "timm:vit_b16") stay.
+WORD_JOINER = "\u2060"
+_SHORTCODE = re.compile(r":(?=[\w+/-]+:)")
+
+
+def defuse_shortcodes(text: str) -> str:
+    """``text`` with every ``:name:`` / ``:material/name:`` pattern broken by a WORD JOINER."""
+    return _SHORTCODE.sub(":" + WORD_JOINER, text)
+
+
 def terminal_text(text: object) -> str:
     """``text`` (many lines) safe to print on a terminal: control characters other than line
     ends and tabs, and bidi overrides, written as escapes as in ``one_line``. Stored text

@@ -34,7 +34,9 @@ from storage.text import MAX_NOTE_CHARS
 IMAGE = "![x](http://evil/)"
 SCRIPT = "<script>alert(1)</script>"
 FORMULA = "=cmd|' /C calc'!A0"
-HOSTILE = [IMAGE, SCRIPT, FORMULA]
+# Streamlit's own colon forms: an icon, an emoji, the logo, styled and help directives
+DIRECTIVES = ":material/verified: :skull: :streamlit: :red[ok] :rainbow[x] :small[y] a:help[z]"
+HOSTILE = [IMAGE, SCRIPT, FORMULA, DIRECTIVES]
 
 
 @pytest.fixture
@@ -250,7 +252,7 @@ def test_same_bundle_uploaded_twice_is_imported_once(db, good_bundle):
 # --------------------------------------------------------------------------- user text shown
 
 
-@pytest.mark.parametrize("text", HOSTILE, ids=["image", "script", "formula"])
+@pytest.mark.parametrize("text", HOSTILE, ids=["image", "script", "formula", "directives"])
 @pytest.mark.parametrize("page", ["compare", "runs", "sweep"])
 def test_user_text_is_shown_as_text(db, text, page):
     rid = _seed(db, text)
@@ -307,7 +309,7 @@ def test_variants_csv_of_a_hostile_run(db):
     assert "\n=" not in text and ",=" not in text and "'=cmd" in text
 
 
-@pytest.mark.parametrize("text", HOSTILE, ids=["image", "script", "formula"])
+@pytest.mark.parametrize("text", HOSTILE, ids=["image", "script", "formula", "directives"])
 def test_html_report_escapes_user_text(db, text):
     rid = _seed(db, text)
     d = queries.load_runs(db, [rid])
