@@ -42,7 +42,7 @@ STREAMLIT_FLAGS = [
     "--client.toolbarMode", "minimal",  # no "Deploy" button, no developer menu
     "--client.disableDataExport", "true",  # the pages' escaped CSV exports instead
     "--client.showErrorDetails", "type",  # an unexpected error shows its type, never a traceback
-    "--server.maxUploadSize", "512",  # MiB: storage's bundle limit (storage/bundle.py)
+    "--server.maxUploadSize", "16",  # MiB: the bundle limit (storage/bundle_validation.py)
 ]
 
 

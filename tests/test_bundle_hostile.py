@@ -35,3 +35,62 @@ def test_a_genuine_bundle_costs_about_its_size():
     assert parse_cost(text) < 4 * len(text)
     assert parse_cost(text) == parse_cost(text.decode())
     assert len(bundle.parse_bundle(text)["runs"]) == len(json.loads(text)["runs"])
+
+
+
+def _bundle_of(runs: list[bytes]) -> bytes:
+    """A bundle around runs already serialised (one ``json.dumps`` per distinct run)."""
+    return (b'{"format": "compilelab-bundle", "version": 2, "runs": ['
+            + b", ".join(runs) + b"]}")
+
+
+def _shipped_runs() -> list[bytes]:
+    return [json.dumps(run).encode() for run in json.loads(BUNDLE.read_bytes())["runs"]]
+
+
+def test_the_old_attack_bundle_is_refused_unread(monkeypatch):
+    """2 000 runs in 69 MB held 528 MiB for 12 s under the old limits (512 MiB, 10 000 runs):
+    refused now from its length, before anything is parsed."""
+    smallest = min(_shipped_runs(), key=len)
+    data = _bundle_of([smallest] * 2000)
+    assert len(data) > bundle.MAX_BUNDLE_BYTES
+    monkeypatch.setattr(bundle_validation.json, "loads", _no_parse)
+    with pytest.raises(bundle.BundleError, match="the limit is"):
+        bundle.parse_bundle(data)
+
+
+def test_more_runs_than_the_limit_are_refused_before_any_run_is_checked(monkeypatch):
+    data = json.dumps({"format": "compilelab-bundle", "version": 2,
+                       "runs": [{}] * (bundle.MAX_RUNS + 1)})
+    monkeypatch.setattr(bundle_validation, "_check_run", _no_parse)
+    with pytest.raises(bundle.BundleError, match=f"the limit is {bundle.MAX_RUNS}"):
+        bundle.parse_bundle(data)
+
+
+@pytest.mark.slow  # reads a full 16 MiB bundle under tracemalloc: ~10 s on 2 cores
+def test_limits_fit_the_largest_shipped_bundle_with_a_margin():
+    """The limits come from data/h200_bundle.json (issue 39): about 3x its bytes, 10x its runs;
+    a bundle filled with its runs up to the byte limit passes, in bounded memory."""
+    import tracemalloc
+
+    shipped = _shipped_runs()
+    size = len(BUNDLE.read_bytes())
+    assert 2 * size < bundle.MAX_BUNDLE_BYTES < 4 * size
+    assert 10 * len(shipped) < bundle.MAX_RUNS
+    runs, total = [], 100
+    for i in range(10 * len(shipped)):
+        run = shipped[i % len(shipped)]
+        if total + len(run) + 2 > bundle.MAX_BUNDLE_BYTES:
+            break
+        runs.append(run)
+        total += len(run) + 2
+    data = _bundle_of(runs)
+    assert bundle.MAX_BUNDLE_BYTES - len(data) < max(map(len, shipped))  # filled to the limit
+    tracemalloc.start()
+    try:
+        parsed = bundle.parse_bundle(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(parsed["runs"]) == len(runs) > 2 * len(shipped)
+    assert peak < 8 * bundle.MAX_BUNDLE_BYTES, f"{peak / 2**20:.0f} MiB to read a full bundle"
