@@ -158,7 +158,18 @@ def search_registries(text: str, limit: int = 100) -> list[str]:
     return list(importlib.import_module("engine.registries").search(text, limit))
 
 
+class NotFromTheBrowser(ValueError):
+    """A model name the dashboard does not look up: file and module references."""
+
+
 def load_model(name: str) -> ModelChoice:
-    """One model by name, registry names included (``engine.catalogue.get_model``; its
-    ``CatalogueError`` says what is wrong, e.g. the package to install)."""
+    """One registry model by name (``engine.catalogue.get_model``; its ``CatalogueError`` says
+    what is wrong, e.g. the package to install). The name comes from the URL (``?model=``):
+    anything but a registry name is refused before the engine sees it, because the engine
+    resolves ``/path/file.py:factory`` on disk (an editor could learn which files exist) and
+    ``pkg.mod:factory`` by finding the module; those are for the CLI and the worker's operator."""
+    if not importlib.import_module("engine.registries").is_registry_name(name):
+        raise NotFromTheBrowser(
+            "not a catalogue, plugin or registry model (timm:NAME, torchvision:NAME, hf:ARCH); "
+            "file and module references are for the command line (python -m engine run)")
     return to_model_choice(importlib.import_module("engine.catalogue").get_model(name))

@@ -97,3 +97,43 @@ def test_generation_table_from_stored_runs(db):
     no_exceptions(at)
     assert any(h.value == "Token generation" for h in at.header)
     assert "decoding recompiled per step" in texts(at.warning)
+
+
+# --------------------------------------------------------------------------- issue 39, item 8
+
+
+@pytest.mark.parametrize("ref", ["{here}:main", "/no/such/file.py:main", "os:system",
+                                 "{here}", "../../etc/passwd.py:x"])
+def test_model_param_never_reaches_the_file_system(db, monkeypatch, ref):
+    """``/new?model=/any/path.py:factory`` made the engine resolve that path and answered
+    whether it existed. Now every reference gets the same refusal and nothing looks it up."""
+    import engine.catalogue
+
+    def probed(*_args, **_kwargs):
+        raise AssertionError("the dashboard looked a user model reference up")
+
+    monkeypatch.setattr(engine.catalogue, "_user_model", probed)
+    at = app("new_run", model=ref.format(here=__file__))
+    no_exceptions(at)
+    warning = texts(at.warning)
+    assert "file and module references are for the command line" in warning
+    assert "does not exist" not in warning and "cannot be imported" not in warning
+    assert at.selectbox(key="model").value != ref
+
+
+def test_read_only_search_loads_no_registry_library(db, monkeypatch):
+    """A viewer's search made the dashboard import transformers (+360 MB, 6.6 s); the registry
+    search is for editors, who can queue what it finds."""
+    from dashboard import auth, data
+
+    searched: list[str] = []
+    monkeypatch.setattr(data, "search_registries", lambda text: searched.append(text) or [])
+    data.registry_search.clear()
+    monkeypatch.setenv(auth.ROLE_ENV, "readonly")
+    at = app("models", q="vit")
+    no_exceptions(at)
+    assert not searched
+    assert "Searching the registries is for editors" in texts(at.caption)
+    monkeypatch.delenv(auth.ROLE_ENV)
+    no_exceptions(app("models", q="vit"))
+    assert searched == ["vit"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import catalogue, data, safe, widgets
+from dashboard import auth, catalogue, data, safe, widgets
 
 st.title("Models")
 st.caption("What this machine can measure: the built-in catalogue, the operator's plugins, and "
@@ -33,7 +33,13 @@ else:
 
 st.subheader("Registries")
 st.dataframe(data.registries(), hide_index=True, width="stretch")
-if text:
+if text and not auth.can_write():
+    # A search imports timm, torchvision and transformers (hundreds of MB, seconds) and its only
+    # use is a New run, which read-only sessions cannot queue: a viewer must not make the shared
+    # server pay for that.
+    st.caption("Searching the registries is for editors (it loads their libraries to queue a "
+               "run); the catalogue above is searched.")
+elif text:
     try:
         found = data.registry_search(text)
     except Exception as exc:  # noqa: BLE001 - a library that fails to import says why
