@@ -119,12 +119,11 @@ def _slurm_line(job: dict[str, Any] | None) -> list[str]:
     if not job:
         return []
     state = job.get("state") or "?"
-    if job.get("reason") and state == "PENDING":
-        state += f" ({job['reason']})"
-    parts = [f"job {job.get('job_id')} {state}"]
+    waiting = f" ({job['reason']})" if job.get("reason") and state == "PENDING" else ""
+    parts = [f"job {job.get('job_id')} {state}{waiting}"]
     if job.get("node"):
         parts.append(f"node {job['node']}")
-    if job.get("exit_code") and state not in ("PENDING", "RUNNING"):
+    if job.get("exit_code") and state not in ("SUBMITTED", "PENDING", "RUNNING"):
         parts.append(f"exit {job['exit_code']}")
     parts.append(f"partition {job.get('partition') or '(default)'}")
     if job.get("time_limit_min"):

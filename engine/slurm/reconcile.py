@@ -24,6 +24,9 @@ from engine.slurm.commands import JobInfo, Slurm, SlurmError
 from engine.slurm.states import ENDED, UNSUBMITTED_AFTER_S, Action, decide
 
 LOG_TAIL_CHARS = 300
+# Endings whose why is in the job's own output (an exit code, a signal from the node): the
+# failure quotes the log's last line. A time limit or a node failure is said by the state.
+EXPLAINED_BY_LOG = frozenset({"FAILED", "COMPLETED", "SPECIAL_EXIT"})
 _last_refresh: dict[tuple[str, int], float] = {}
 
 
@@ -77,7 +80,7 @@ def _apply(db: Any, run: dict[str, Any], info: JobInfo | None, action: Action,
     rid, jid = run["run_id"], job["job_id"]
     if action.kind == "finish":
         error = action.error or ""
-        if action.status == "failed":
+        if action.status == "failed" and info is not None and info.state in EXPLAINED_BY_LOG:
             error = _with_log(error, job, info)
         if queue.finish_run(db, rid, str(action.status), error=error):
             return Change(rid, jid, f"{action.status}: {error}")
