@@ -145,7 +145,7 @@ def worker_banner(state=None) -> None:
                    icon=":material/warning:")
 
 
-@st.fragment(run_every=5)
+@auth.fragment(run_every=5)
 def sidebar_queue_status() -> None:
     """The sidebar's queue and worker line, refreshed every 5 s on every page (it used to be
     read once per page load and stayed stale while runs were queued, started and finished)."""
@@ -269,7 +269,7 @@ def _cancel(run_id: int) -> None:
     st.session_state[f"cancel-toast-{run_id}"] = f"Run #{run_id}: cancel requested ({after})."
 
 
-@st.fragment(run_every=1)
+@auth.fragment(run_every=1)
 def _live_progress(run_id: int) -> None:
     status = _progress_body(run_id)
     key = f"_live_status_{run_id}"

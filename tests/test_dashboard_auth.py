@@ -12,6 +12,7 @@ from test_dashboard_app import app, button, no_exceptions, seed_done, texts
 from test_dashboard_data import mlp_results, spec
 
 from dashboard import auth
+from dashboard import signin_throttle as auth_throttle
 from storage import queries, queue
 
 EDITOR_PW = "correct horse battery staple"
@@ -24,7 +25,8 @@ def db(app_db):
 
 
 @pytest.fixture
-def shared(monkeypatch):
+def shared(monkeypatch, tmp_path):
+    monkeypatch.setenv("COMPILELAB_STATE_DIR", str(tmp_path / "state"))  # the lockout file
     monkeypatch.setenv(auth.PASSWORD_ENV, EDITOR_PW)
     monkeypatch.setenv(auth.READONLY_PASSWORD_ENV, VIEWER_PW)
     monkeypatch.delenv(auth.ROLE_ENV, raising=False)
@@ -128,6 +130,50 @@ def test_role_for_compares_both_passwords(db, shared):
     assert auth.role_for("") is None
     assert auth.role_for(EDITOR_PW + " ") is None
     assert auth.role_for("\ud800") is None  # a lone surrogate from a form: no crash
+
+
+# --------------------------------------------------------------------------- issue 39
+
+
+def _from(monkeypatch, address: str | None) -> None:
+    """Every later session connects from ``address`` (what st.context.ip_address reports)."""
+    monkeypatch.setattr(auth, "client_address", lambda: address)
+
+
+def test_guessing_from_fresh_sessions_locks_the_address_not_the_others(db, shared, monkeypatch,
+                                                                      caplog):
+    """Item 2: the delay grew only within one session, so a fresh session per guess reset it.
+    Failures now count per address across sessions: the tenth locks it (logged with the
+    address), the right password then fails from there but works from elsewhere, and the
+    operator's unlock lets it in again."""
+    monkeypatch.setattr(auth.time, "sleep", lambda s: None)  # the per-session delay, not tested
+    _from(monkeypatch, "203.0.113.7")
+    for i in range(auth_throttle.FAILURES_BEFORE_LOCK):
+        at = _sign_in(app(), f"guess {i}")
+        assert auth.AUTHENTICATED_KEY not in at.session_state
+    assert "locked" in texts(at.error)
+    assert "sign-in failed from 203.0.113.7" in caplog.text
+    assert "sign-in locked for 203.0.113.7" in caplog.text
+    at = _sign_in(app(), EDITOR_PW)
+    assert auth.AUTHENTICATED_KEY not in at.session_state and "locked" in texts(at.error)
+    _from(monkeypatch, "198.51.100.9")
+    assert _sign_in(app(), EDITOR_PW).session_state[auth.ROLE_KEY] == auth.EDITOR
+    _from(monkeypatch, "203.0.113.7")
+    assert auth.throttle().unlock("203.0.113.7") == ["203.0.113.7"]
+    assert _sign_in(app(), EDITOR_PW).session_state[auth.ROLE_KEY] == auth.EDITOR
+
+
+def test_a_signed_in_session_driven_from_another_address_is_signed_out(db, shared, monkeypatch):
+    """Item 4 (password page): a second client presenting an editor's session id got that
+    editor session; the session is now bound to the address it signed in from."""
+    _from(monkeypatch, "203.0.113.7")
+    at = _sign_in(app(), EDITOR_PW)
+    assert at.session_state[auth.ROLE_KEY] == auth.EDITOR
+    _from(monkeypatch, "198.51.100.9")
+    at.run()
+    no_exceptions(at)
+    assert "Sign in" in _labels(at) and "Queue run" not in _labels(at)
+    assert auth.AUTHENTICATED_KEY not in at.session_state
 
 
 # --------------------------------------------------------------------------- delete

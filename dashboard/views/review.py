@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from dashboard import charts_review, data_review, report_review, review_tables, safe, widgets
+from dashboard import auth, charts_review, data_review, report_review, review_tables, safe, widgets
 from dashboard.review_params import ReviewQuery, parse_review_params
 
 MAX_TRENDS = 30  # configs drawn at once (a tag over a big suite: the rest in the table)
@@ -97,7 +97,7 @@ else:
 
 
 
-@st.fragment
+@auth.fragment()
 def trends() -> None:
     """The trend charts; picking configs reruns only this part (the judging is cached)."""
     labels = {t.key: t.label for t in review.trends}
