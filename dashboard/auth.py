@@ -63,7 +63,6 @@ FAILURES_KEY = "auth_failures"
 ADDRESS_KEY = "auth_address"
 MESSAGE_KEY = "auth_message"
 SIGNIN_PATH = "/_compilelab/signin"
-SIGNOUT_PATH = "/_compilelab/signout"
 READ_ONLY_HELP = "Read-only access: sign in with the editor password to change runs."
 
 
@@ -94,14 +93,19 @@ def role_for(password: str) -> str | None:
     return None
 
 
-def _gateway_role() -> str | None:
-    """The role of this browser's sign-in at the shared deployment's gateway (None: none, or
-    signed out, or expired). The key reaches ``st.user`` only from nginx's header."""
+def _gateway_key() -> str | None:
+    """This browser's sign-in key at the shared deployment's gateway; it reaches ``st.user``
+    only from nginx's header."""
     try:
         key = st.user.to_dict().get(signin_sessions.USER_KEY)
     except Exception:  # noqa: BLE001 - no script context: no sign-in
         return None
-    session = signin_sessions.STORE.by_key(key if isinstance(key, str) else None)
+    return key if isinstance(key, str) else None
+
+
+def _gateway_role() -> str | None:
+    """The role of that sign-in (None: none, signed out or expired)."""
+    session = signin_sessions.STORE.by_key(_gateway_key())
     return session.role if session is not None else None
 
 
@@ -170,6 +174,9 @@ def _sign_in() -> None:
 
 
 def sign_out() -> None:
+    """Forget this session's sign-in (at the gateway: the browser's, in every tab)."""
+    if signin_sessions.gateway_active():
+        signin_sessions.STORE.revoke(_gateway_key())
     for key in (AUTHENTICATED_KEY, ROLE_KEY, ADDRESS_KEY):
         st.session_state.pop(key, None)
 
@@ -180,8 +187,10 @@ def gate() -> None:
         return
     st.title("Compile Lab")
     if signin_sessions.gateway_active():  # the sign-in page is the gateway's, outside Streamlit
-        st.info("You are signed out, or your sign-in has expired.")
-        st.link_button("Sign in", SIGNIN_PATH, type="primary")
+        # Plain Markdown: a link button's code is fetched on first use, and nothing is served
+        # to a browser whose sign-in is gone.
+        st.info(f"You are signed out, or your sign-in has expired: reload this page, or "
+                f"[sign in again]({SIGNIN_PATH}).")
         st.stop()
     st.caption("This dashboard is shared: sign in with the password your team was given.")
     with st.form("auth-form"):
@@ -197,11 +206,7 @@ def sidebar_status() -> None:
     role = current_role()
     if role == VIEWER:
         st.caption("Read-only: browse, compare and export; nothing can be changed here.")
-    if signin_sessions.gateway_active():
-        # A link, not a button: the browser leaves the page (closing this session's
-        # connection) and the gateway forgets the sign-in and its cookie.
-        st.link_button("Sign out", SIGNOUT_PATH)
-    elif login_required() and st.button("Sign out", key="auth-sign-out"):
+    if login_required() and st.button("Sign out", key="auth-sign-out"):
         sign_out()
         st.rerun()
 

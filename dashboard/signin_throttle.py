@@ -39,7 +39,7 @@ FAILURE_WINDOW_S = 15 * 60
 LOCK_S = 60 * 60
 MAX_LOCK_S = 24 * 60 * 60
 STATE_FILE = "signin-lockouts.json"
-UNLOCK_HINT = "python scripts/shared_dashboard.py unlock {address}"
+UNLOCK_HINT = "python scripts/shared_dashboard.py --state-dir {folder} unlock {address}"
 UNKNOWN = "unknown"  # a connection without an address (Streamlit on loopback says None)
 
 LOG = logging.getLogger("compilelab.signin")
@@ -148,7 +148,9 @@ class SigninThrottle:
             seconds = min(LOCK_S * 2 ** lockouts, MAX_LOCK_S)
             entry.update(locked_until=now + seconds, lockouts=lockouts + 1, failures=[])
             LOG.error("sign-in locked for %s for %d min after %d failures; lift with: %s",
-                      key, seconds // 60, count, UNLOCK_HINT.format(address=key))
+                      key, seconds // 60, count,
+                      UNLOCK_HINT.format(folder=self.path.parent if self.path else ".",
+                                         address=key))
             return Verdict(False, seconds, count)
 
     def succeeded(self, address: str | None) -> None:

@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,6 +124,56 @@ def _stop_all(procs: dict[str, subprocess.Popen], grace: float) -> None:
             time.sleep(0.1)
 
 
+def run_services(services: dict[str, tuple[list[str], dict[str, str]]], grace: float,
+                 ready: Callable[[dict[str, subprocess.Popen]], None] | None = None) -> int:
+    """Start each ``name: (command, environment)`` in its own process group (working directory:
+    the repository root), call ``ready`` once they are started, and wait: Ctrl-C or SIGTERM, or
+    any service leaving on its own, stops them all (``_stop_all``). Returns the exit status."""
+    procs: dict[str, subprocess.Popen] = {}
+
+    def on_signal(signum, _frame):
+        raise _Stop(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    status = 0
+    try:
+        for name, (cmd, env) in services.items():
+            procs[name] = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
+            print(f"run_all: started {name} (pid {procs[name].pid})", flush=True)
+        if ready is not None:
+            ready(procs)
+        while True:
+            for name, p in procs.items():
+                rc = p.poll()
+                if rc is not None:
+                    print(f"run_all: {name} exited with status {rc}; stopping the rest", flush=True)
+                    status = rc if rc != 0 else 1  # a service leaving on its own is an error
+                    raise _Stop(0)
+            time.sleep(0.2)
+    except _Stop as stop:
+        if stop.signum:
+            print(f"run_all: {signal.Signals(stop.signum).name}: stopping", flush=True)
+            # Ctrl-C is the normal way to stop: exit 0.  SIGTERM: the conventional 128 + 15.
+            status = 0 if stop.signum == signal.SIGINT else 128 + stop.signum
+    finally:
+        # Also reached on an unexpected error (e.g. a command that cannot start): never leave
+        # a started service behind.  A second Ctrl-C while we wait must not interrupt the
+        # shutdown either: ignore it, the escalation to SIGTERM/SIGKILL follows anyway.
+        for s in previous:
+            signal.signal(s, signal.SIG_IGN)
+        _stop_all(procs, grace)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    print("run_all: all stopped", flush=True)
+    return status
+
+
+def without_passwords(env: dict[str, str]) -> dict[str, str]:
+    """``env`` less the dashboard's passwords: the worker (and the code it measures) and nginx
+    have no use for them."""
+    return {k: v for k, v in env.items() if not k.startswith("COMPILELAB_DASHBOARD_")}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=int(os.environ.get("COMPILELAB_PORT", 8501)))
@@ -144,46 +195,14 @@ def main(argv: list[str] | None = None) -> int:
     if warning:
         print(warning, file=sys.stderr, flush=True)
     env = dict(os.environ, COMPILELAB_DB=args.db, PYTHONUNBUFFERED="1")
-    procs: dict[str, subprocess.Popen] = {}
+    services = {name: (cmd, without_passwords(env) if name == "worker" else env)
+                for name, cmd in cmds.items()}
 
-    def on_signal(signum, _frame):
-        raise _Stop(signum)
+    def banner(_procs: dict[str, subprocess.Popen]) -> None:
+        print(f"run_all: database {args.db}; dashboard on http://{args.address}:{args.port}"
+              " ; Ctrl-C stops everything", flush=True)
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    status = 0
-    try:
-        for name, cmd in cmds.items():
-            procs[name] = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
-            print(f"run_all: started {name} (pid {procs[name].pid})", flush=True)
-        print(
-            f"run_all: database {args.db}; dashboard on http://{args.address}:{args.port}"
-            " ; Ctrl-C stops everything",
-            flush=True,
-        )
-        while True:
-            for name, p in procs.items():
-                rc = p.poll()
-                if rc is not None:
-                    print(f"run_all: {name} exited with status {rc}; stopping the rest", flush=True)
-                    status = rc if rc != 0 else 1  # a service leaving on its own is an error
-                    raise _Stop(0)
-            time.sleep(0.2)
-    except _Stop as stop:
-        if stop.signum:
-            print(f"run_all: {signal.Signals(stop.signum).name}: stopping", flush=True)
-            # Ctrl-C is the normal way to stop: exit 0.  SIGTERM: the conventional 128 + 15.
-            status = 0 if stop.signum == signal.SIGINT else 128 + stop.signum
-    finally:
-        # Also reached on an unexpected error (e.g. a command that cannot start): never leave
-        # a started service behind.  A second Ctrl-C while we wait must not interrupt the
-        # shutdown either: ignore it, the escalation to SIGTERM/SIGKILL follows anyway.
-        for s in previous:
-            signal.signal(s, signal.SIG_IGN)
-        _stop_all(procs, args.grace)
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    print("run_all: all stopped", flush=True)
-    return status
+    return run_services(services, args.grace, banner)
 
 
 if __name__ == "__main__":
