@@ -171,11 +171,48 @@ def enqueue_run(spec: dict, tags: Sequence[str] = (), note: str = "") -> int:
 
 
 def request_cancel(run_id: int) -> Any:
+    """Cancel a run; a Slurm run's job is cancelled too (``scancel``; if Slurm cannot be
+    reached now, the reconciler does it later: the run is cancelled either way)."""
+    from engine.slurm.submit import cancel_job
     from storage import queue
 
     out = queue.request_cancel(database(), int(run_id))
+    if out in ("cancelled", "running"):
+        cancel_job(database(), int(run_id))
     clear_caches()
     return out
+
+
+# --------------------------------------------------------------------------- Slurm
+
+
+def slurm_settings() -> Any:
+    """The Slurm settings in force (engine/slurm/settings.py); raises SettingsError."""
+    from engine.slurm.settings import load_settings
+
+    return load_settings()
+
+
+def submit_to_slurm(spec: dict, tags: Sequence[str] = (), note: str = "") -> Any:
+    """Store the run and submit its Slurm job (engine/slurm/submit.py): ``Submitted``, or
+    SettingsError / SlurmError with one line for the user. File and module references never
+    come from the browser, so the job runs catalogue and plugin models only."""
+    from engine.slurm.submit import submit_run
+
+    try:
+        return submit_run(database(), spec, tags=list(tags), note=note, allow_user_models=False)
+    finally:
+        clear_caches()
+
+
+def slurm_job(run_id: int) -> tuple[dict | None, str | None]:
+    """A run's Slurm job after asking Slurm about it (at most every few seconds per run) and a
+    line saying why Slurm could not be asked, if it could not."""
+    from engine.slurm.reconcile import refresh
+    from storage.slurm_jobs import job_of
+
+    note = refresh(database(), int(run_id))
+    return job_of(database(), int(run_id)), note
 
 
 def set_note(run_id: int, text: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import auth, data, hardware, safe, widgets
+from dashboard import auth, data, hardware, safe, slurm_view, widgets
 from dashboard.grid_form import grid_form
 from dashboard.spec import (
     AUTOCASTS,
@@ -249,6 +249,7 @@ for w in check.warnings:
 if check.ok and len(check.spec["variants"]) > 2:  # the grid's size and cost before queuing
     st.info(safe.md(data.grid_plan_text(check.spec), 500), icon=":material/grid_on:")
 
+on_slurm = slurm_view.run_on()
 if st.button("Queue run", type="primary", icon=":material/play_arrow:", key="submit"):
     if not auth.can_write():
         st.error(auth.READ_ONLY_HELP)
@@ -256,8 +257,11 @@ if st.button("Queue run", type="primary", icon=":material/play_arrow:", key="sub
         st.error(f"Fix the {len(check.errors)} field(s) marked above; nothing was queued.")
     else:
         try:
-            run_id = data.enqueue_run(check.spec, tags=check.tags, note=note)
-        except (ValueError, TypeError) as exc:  # storage's own checks; its message is for users
+            if on_slurm:  # a bad setting or no Slurm: nothing stored; a refused job: failed
+                run_id = data.submit_to_slurm(check.spec, tags=check.tags, note=note).run_id
+            else:
+                run_id = data.enqueue_run(check.spec, tags=check.tags, note=note)
+        except (ValueError, TypeError, RuntimeError) as exc:  # storage's or Slurm's one line
             st.error(f"Nothing was queued: {safe.md(exc, 500)}")
         else:
             st.session_state["watch"] = run_id
@@ -269,6 +273,7 @@ if watch:
     st.subheader("Progress")
     known = recent[recent["run_id"] == int(watch)] if not recent.empty else recent
     widgets.progress_view(int(watch), status=None if known.empty else known.iloc[0]["status"])
+    slurm_view.job_panel(int(watch), None if known.empty else known.iloc[0]["status"])
 
 active = recent[recent["status"].isin(widgets.ACTIVE)] if not recent.empty else recent
 others = [int(r) for r in active["run_id"]] if not active.empty else []
