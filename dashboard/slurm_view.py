@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import data, safe
+from engine.slurm.describe import job_parts
 
 WORKER, SLURM = "this host's worker", "Slurm"
 FINAL = ("done", "failed", "cancelled")
@@ -36,18 +37,7 @@ def run_on() -> bool:
 
 def job_line(job: dict) -> str:
     """``Slurm job 12 · PENDING (Priority) · node gpu03 · partition gpu · limit 30 min``."""
-    state = str(job.get("state") or "?")
-    if job.get("reason") and state == "PENDING":
-        state += f" ({job['reason']})"
-    parts = [f"Slurm job {job.get('job_id')}", state]
-    if job.get("node"):
-        parts.append(f"node {job['node']}")
-    parts.append(f"partition {job.get('partition') or '(default)'}")
-    if job.get("time_limit_min"):
-        parts.append(f"limit {job['time_limit_min']} min")
-    if job.get("restarts"):
-        parts.append(f"restarted {job['restarts']}x")
-    return " · ".join(parts)
+    return "Slurm " + " · ".join(job_parts(job))
 
 
 def _show(run_id: int) -> None:
