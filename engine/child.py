@@ -38,6 +38,8 @@ from engine import (  # noqa: E402
     gates,
     grid,
     hf_generate,
+    host_probe,
+    placement,
     shape_mix,
     signals,
     slot_tail,
@@ -121,13 +123,17 @@ class PhaseClock:
             self.phases.append({"name": name, "start": start, "end": time.time()})
 
 
-def _gate(clock: PhaseClock, name: str, progress: Progress, fraction: float) -> None:
+def _gate(clock: PhaseClock, name: str, progress: Progress, fraction: float,
+          core: int | None = None) -> None:
     """Wait at gate ``name`` (engine/gates.py) for the runner's go; the wait is its own phase
-    ("waiting"), so the time breakdown and the overlap test see it."""
+    ("waiting"), so the time breakdown and the overlap test see it.  Past the "time" gate the
+    process has the run's timing ``core`` to itself (engine/placement.py)."""
     if gates.enabled():
         progress(f"waiting to {name}", fraction, force=True)
         with clock.phase("waiting"):
             gates.wait(name)
+    if name == "time":
+        placement.pin(core)
 
 
 def _after_compile(res: dict[str, Any], clock: PhaseClock, progress: Progress) -> None:
@@ -147,16 +153,19 @@ def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[
     Also keeps the pooled top-level series (``samples_ms`` ...), which the runner concatenates
     over processes, and the host load (the highest over processes wins in the runner)."""
     with HostLoad() as load, clock.phase("measure"):
+        probe = host_probe.measure(timer.device)
         rounds = steady_rounds(timer, fns, **budget,
                                on_round=lambda f: progress("measuring", 0.3 + 0.5 * min(f, 1)))
     src = rounds["eager" if "eager" in rounds else "variant"]
     proc = {"phase": phase, "block": budget["block"], "pid": os.getpid(),
-            "host_other_busy_cores": load.other_busy_cores,
+            "host_other_busy_cores": load.other_busy_cores, "host_probe": probe,
+            "timing_cpus": sorted(os.sched_getaffinity(0)),
             "samples_ms": rounds["variant"]["per_call"],
             "pipelined_ms": rounds["variant"]["pipelined"],
             "eager_samples_ms": src["per_call"], "eager_pipelined_ms": src["pipelined"],
             "pipeline_k": max(rounds["variant"]["pipeline_k"], default=budget["k"])}
     res["host_other_busy_cores"] = load.other_busy_cores
+    res["host_probe"] = probe
     res["pipeline_k"] = [proc["pipeline_k"]]  # the K used, one per process (runner appends)
     for key in ("samples_ms", "pipelined_ms", "eager_samples_ms", "eager_pipelined_ms"):
         res[key] = proc[key]
@@ -166,6 +175,8 @@ def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[
 def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
     run, variant, phase = spec["run"], spec["variant"], spec.get("phase", "cold")
     device, dtype = run["device"], run["dtype"]
+    core = placement.timing_core(device)
+    placement.keep_off(core)  # until this process's timing window opens
     timer = Timer(device)
     clock = PhaseClock()
     res: dict[str, Any] = {"variant": variant, "status": "ok", "failure_kind": None,
@@ -248,7 +259,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 capture.attach_existing()
                 res["compile_cache"] = [watch.result()]
                 res["compile_phases_warm_s"] = signals.compile_phases()
-                _gate(clock, "time", progress, 0.2)
+                _gate(clock, "time", progress, 0.2, core)
                 stage = "warm-up"
                 with clock.phase("warm-up"):
                     for _ in range(max(int(run.get("warmup_calls", 10)), 3) - 1):
@@ -282,7 +293,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 res["compile_cache"] = [watch.result()]
                 if run.get("startup"):  # for the portable-artifacts strategy (engine/startup)
                     startup.save_artifacts(res)
-            _gate(clock, "time", progress, 0.2)  # from here on, this process times alone
+            _gate(clock, "time", progress, 0.2, core)  # from here on, this process times alone
             stage = "warm-up"
             while len(warm) < n_warm:
                 capture.context = {"call_index": len(warm) + 1}

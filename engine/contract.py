@@ -215,7 +215,10 @@ FIGURES: tuple[Figure, ...] = (
        "processes: process start, imports, setup, compile, warm-up, measure, profile, exit",
        column=False),
     _r("processes", "json", None, "per measuring process: phase, block, samples, host load, "
-       "start/end (unix s)", column=False),
+       "host probe, the CPUs it timed on, start/end (unix s)", column=False),
+    _r("host_probe", "json", None, "the host's cost of one tiny kernel launch and of one "
+       "Python-level module call (microseconds), median over the variant's processes "
+       "(engine/host_probe.py)", column=False),
     # ---- compile forensics (engine/forensics.py, engine/losttime.py, engine/startup.py)
     _r("compile_cache", "json", None, "per compile (cold, then each warm-cache process): "
        "torch's cache counters under torch's names (fxgraph_cache_hit, fxgraph_cache_miss, "
@@ -259,7 +262,12 @@ FIGURES: tuple[Figure, ...] = (
        "(engine/hf_generate.py); {error} where the installed version cannot", column=False),
     # ---- derived by engine/stats.py (the stats block)
     _s("median_ms", "float", "median ms/call",
-       "geometric mean over processes of each process's per-call median"),
+       "eager: the run's eager (eager_median_ms); compiled: eager_median_ms / speedup, the "
+       "per-call time at the run's eager conditions (engine/variant_stats.py)"),
+    _s("measured_median_ms", "float", None, "compiled: geometric mean over its "
+       "own processes of each process's per-call median, as read", column=False),
+    _s("paired_eager_median_ms", "float", None, "compiled: eager's median in this variant's own "
+       "processes (geometric mean over them), the eager its paired rounds saw", column=False),
     _s("mean_ms", "float", "mean ms"),
     _s("p10_ms", "float", "p10 ms"),
     _s("p90_ms", "float", "p90 ms"),
@@ -267,9 +275,11 @@ FIGURES: tuple[Figure, ...] = (
     _s("n", "int", "n"),
     _s("noisy", "bool", "noisy"),
     _s("pipelined_median_ms", "float", "pipelined ms/call"),
-    _s("eager_median_ms", "float", "paired eager ms", "eager's per-call median from the same "
-       "rounds, geometric mean over processes"),
-    _s("eager_pipelined_median_ms", "float", "paired eager pipelined ms"),
+    _s("eager_median_ms", "float", "eager ms", "the run's eager, the same on every row: "
+       "geometric mean over every measuring process of the run (eager's own and each compiled "
+       "variant's paired rounds) of its eager per-call median"),
+    _s("eager_pipelined_median_ms", "float", "eager pipelined ms", "the run's eager, pipelined "
+       "calls, formed the same way"),
     _s("speedup", "float", "speedup", "eager_median_ms / median_ms"),
     _s("speedup_ci_low", "float", "CI low"),
     _s("speedup_ci_high", "float", "CI high"),
@@ -287,6 +297,20 @@ FIGURES: tuple[Figure, ...] = (
     _s("disagree_p", "float", None, "Cochran's Q p-value over processes", column=False),
     _s("processes_disagree", "bool", "processes disagree", column=False),
     _s("interval_method", "str", None, column=False),
+    _s("speedup_log_se", "float", None, "standard error of the log speedup the interval used",
+       column=False),
+    _s("speedup_df", "float", None, "degrees of freedom of the interval's t quantile",
+       column=False),
+    _s("variance_prior", "str", None, "where the shared variance the interval borrowed came "
+       "from (null: this variant's processes alone)", column=False),
+    _s("variance_components", "json", None, "where the uncertainty comes from: within-round, "
+       "between-round and between-process standard deviations (log scale) and each one's share "
+       "of the speedup estimate's variance", column=False),
+    _s("decision", "str", None, "\"faster\" or \"slower\" when the interval lies wholly beyond "
+       "1 ± 2 %; null: undecided", column=False),
+    _s("provisional", "bool", None, "true while more processes may still change the figures",
+       column=False),
+    _s("final_at", "float", None, "when the figures became final (unix seconds)", column=False),
     _s("pipelined_speedup", "float", "pipelined speedup", "eager ÷ variant, pipelined calls of "
        "the same paired rounds, over processes as the speedup is", column=False),
     _s("pipelined_ci_low", "float", "pipelined CI low", column=False),
@@ -298,8 +322,9 @@ FIGURES: tuple[Figure, ...] = (
 EXPORT: dict[str, str] = {
     "failure_kind": "failure_kind", "median_ms": "median_ms", "p10_ms": "p10_ms",
     "p90_ms": "p90_ms", "iqr_ms": "iqr_ms", "n": "samples", "noisy": "noisy",
-    "pipelined_median_ms": "pipelined_median_ms", "eager_median_ms": "eager_median_ms_paired",
-    "eager_pipelined_median_ms": "eager_pipelined_median_ms_paired", "speedup": "speedup_x",
+    "pipelined_median_ms": "pipelined_median_ms", "eager_median_ms": "eager_median_ms",
+    "eager_pipelined_median_ms": "eager_pipelined_median_ms",
+    "measured_median_ms": "measured_median_ms", "speedup": "speedup_x",
     "speedup_ci_low": "speedup_ci_low_x", "speedup_ci_high": "speedup_ci_high_x",
     "n_processes": "processes", "speedup_spread": "process_spread_log_sd",
     "processes_disagree": "processes_disagree", "stop_reason": "stopped_because",

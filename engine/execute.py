@@ -94,12 +94,15 @@ def execute_run(
         durable(f"saving variant {result.get('variant')}",
                 lambda: results.save_variant_result(db, run_id, result))
         s = result.get("stats") or {}
-        if result.get("status") == "ok":
-            log(f"run {run_id}: {result['variant']} done: median {s.get('median_ms'):.4g} ms/call"
-                + (f", speedup {s['speedup']:.2f}x" if s.get("speedup") and
-                   result["variant"] != "eager" else ""))
-        else:
-            log(f"run {run_id}: {result['variant']} {result.get('status')}: {result.get('error')}")
+        key = (result.get("status"), s.get("n_processes"), s.get("provisional"))
+        line = result_line(result)
+        if line and logged.get(str(result.get("variant"))) != key:
+            logged[str(result.get("variant"))] = key
+            log(f"run {run_id}: {line}")
+
+    # what the log last said of each variant: the runner re-sends every variant after each
+    # process (the run's eager moves), and a line is worth a new process or the final figure
+    logged: dict[str, tuple[Any, ...]] = {}
 
     def store(result: dict[str, Any]) -> None:
         if not state["cancel"]:
@@ -130,7 +133,8 @@ def execute_run(
 
     beat(None, "building", 0.0, force=True)
     res = run_variants(spec, on_progress=progress, should_cancel=should_cancel, on_result=store,
-                       on_artifact=keep_file, eta_priors=_eta_priors(db, spec, env, log))
+                       on_artifact=keep_file, eta_priors=_eta_priors(db, spec, env, log),
+                       variance_priors=_variance_priors(db, spec, env, log))
     if stop_requested() and not state["cancel"]:
         # The run goes back to the queue; a half-measured variant is not a result.
         return "interrupted"
@@ -172,3 +176,44 @@ def _eta_priors(db: Any, spec: dict[str, Any], env: dict[str, Any], log: Log
     except Exception as e:  # the estimate is a convenience; the run goes on without it
         log(f"the ETA starts without history: {type(e).__name__}: {str(e)[:200]}")
         return None
+
+
+def result_line(result: dict[str, Any]) -> str | None:
+    """What the log says of a variant's result as it stands: its figures, marked provisional
+    until its variant is done (None before it has a figure)."""
+    s = result.get("stats") or {}
+    name = result.get("variant")
+    if result.get("status") != "ok":
+        return f"{name} {result.get('status')}: {result.get('error')}"
+    median = s.get("median_ms")
+    if median is None:
+        return None
+    state = ("provisional" if s.get("provisional") else "final") + (
+        f", {s['n_processes']} process{'es' * (s['n_processes'] != 1)}"
+        if s.get("n_processes") else "")
+    text = f"{name} ({state}): {median:.4g} ms/call"
+    if name != "eager" and s.get("speedup"):
+        low, high = s.get("speedup_ci_low"), s.get("speedup_ci_high")
+        text += f", speedup {s['speedup']:.2f}x" + (f" [{low:.2f}, {high:.2f}]"
+                                                      if low and high else "")
+    return text
+
+
+def _variance_priors(db: Any, spec: dict[str, Any], env: dict[str, Any], log: Log
+                     ) -> dict[str, Any] | None:
+    """Each variant's spread of per-process speedups in this host's latest runs of exactly
+    this configuration, as the variance its interval may borrow (engine/stats.py).  A history
+    that cannot be read only costs the interval its head start."""
+    from engine.stats import history_prior
+    from storage.history import recent_process_speedups
+
+    try:
+        found = recent_process_speedups(
+            db, str(spec.get("model")), str(spec.get("device")), host=env.get("host"),
+            dims=spec.get("dims"), dtype=spec.get("dtype"),
+            step=str(spec.get("step") or "inference"))
+    except Exception as e:
+        log(f"the intervals start without history: {type(e).__name__}: {str(e)[:200]}")
+        return None
+    priors = {v: p for v, runs in found.items() if (p := history_prior(runs)) is not None}
+    return priors or None

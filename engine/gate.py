@@ -5,7 +5,10 @@ A change is called a **regression** only when it is both *real* and *large*:
 * **Speedup** (eager ÷ compiled per-call median).  *Real*: a one-sided **Welch t-test on the
   log per-process speedups** (``process_speedups`` of engine/stats.py: the process is the unit of
   replication, so the test's n is the number of measuring processes, never the number of
-  samples) at **α = 0.05** (``--alpha``).  Each side's variance is floored at the squared
+  samples) at **α = 0.05** (``--alpha``), with each side's standard error and degrees of freedom
+  as its stored interval used them (``speedup_log_se``, ``speedup_df``: the variance shared with
+  the run's other variants or the host's history where it agreed), so the gate and the shown
+  interval judge alike; results stored before those figures use the per-process spread alone.  Each side's variance is floored at the squared
   within-process spread (``within_process_spread``): two processes that happen to agree cannot
   make a difference look more certain than the noise inside each process allows.  A side without
   per-process speedups (one process, or results from an older Compile Lab) enters the test with
@@ -105,6 +108,12 @@ def log_estimate(row: Mapping[str, Any]) -> LogEstimate | None:
     speeds = row.get("process_speedups")
     logs = [math.log(s) for s in map(_pos, speeds if isinstance(speeds, list) else [])
             if s is not None]
+    se, df, sp = _pos(row.get("speedup_log_se")), _pos(row.get("speedup_df")), _pos(
+        row.get("speedup"))
+    if len(logs) >= 2 and se is not None and df is not None and sp is not None:
+        # the interval's own standard error and degrees of freedom (engine/stats.py, with the
+        # variance it shared where that held): the gate judges with what the run shows
+        return LogEstimate(math.log(sp), se, df, "processes")
     if len(logs) >= 2:
         k = len(logs)
         mean = sum(logs) / k

@@ -32,7 +32,7 @@ ROW = [
     ("1st call cold s", "first_call_cold_s", "{:.3f}"),
     ("1st call warm s", "first_call_warm_s", "{:.3f}"),
     ("median ms/call", "median_ms", "{:.4f}"),
-    ("paired eager ms", "eager_median_ms", "{:.4f}"),
+    ("eager ms", "eager_median_ms", "{:.4f}"),
     ("pipelined ms/call", "pipelined_median_ms", "{:.4f}"),
     ("speedup (95% CI)", None, None),
     ("processes, spread", None, None),
@@ -147,22 +147,8 @@ def format_run(db: Any, run_id: int) -> str:
             lines.append("  ".join(c.rjust(w) for c, w in zip(t, widths, strict=True)))
             if i == 0:
                 lines.append("  ".join("-" * w for w in widths))
-        lines.append(f"  median ms/call: steady-state per-call time ({timer}, synchronised), "
-                     "geometric mean over measuring processes; paired eager: eager in the same "
-                     f"rounds; pipelined: {_pipeline_k(run, rows)} calls back to back, one "
-                     "sync, / K.")
-        lines.append("  speedup interval: hierarchical bootstrap over processes and rounds, "
-                     "t-corrected for the process count; spread: sd of the per-process log "
-                     "speedups.")
-        for r in rows:
-            if r["variant"] != "eager" and r.get("process_speedups"):
-                per = ", ".join(f"{x:.2f}x" for x in r["process_speedups"])
-                lines.append(f"  processes [{r['variant']}]: {per} (stopped: "
-                             f"{r.get('stop_reason') or '-'})")
-            busy, dev = r.get("eager_device_busy_ms_per_call"), r.get("eager_median_ms")
-            if r["variant"] != "eager" and not _blank(busy) and not _blank(dev):
-                lines.append(f"  eager in [{r['variant']}]: GPU busy {busy:.4f} of "
-                             f"{dev:.4f} ms wall per call")
+        lines += method_lines(timer, _pipeline_k(run, rows))
+        lines += process_lines(rows)
         for r in rows:
             busy = r.get("host_other_busy_cores")
             if not _blank(busy) and busy >= BUSY_HOST_CORES:
@@ -187,6 +173,57 @@ def format_run(db: Any, run_id: int) -> str:
         lines.append("Verdict:")
         lines += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]
     return "\n".join(lines)
+
+
+def method_lines(timer: str, k: str) -> list[str]:
+    """How the table's figures were formed, said once (docs/METHOD.md)."""
+    return [
+        f"  median ms/call: steady-state per-call time ({timer}, synchronised). eager: one "
+        "figure for the run, the geometric mean of every measuring process's eager median "
+        "(eager's own and each compiled variant's paired rounds); a compiled variant: that "
+        "eager / its speedup. So speedup = eager ms / median ms on every row.",
+        f"  pipelined: {k} calls back to back, one sync, / K, formed the same way.",
+        "  speedup: eager / compiled in each process's paired rounds, geometric mean over "
+        "processes; 95% interval: t over the per-process log speedups, with a variance shared "
+        "with the run's other variants or this host's history where it agrees; spread: sd of "
+        "the per-process log speedups."]
+
+
+def _share_text(comp: dict[str, Any]) -> str:
+    names = (("between_process_share", "between processes"),
+             ("between_round_share", "between rounds"), ("within_round_share", "within rounds"))
+    return ", ".join(f"{label} {comp[k]:.0%}" for k, label in names
+                     if isinstance(comp.get(k), (int, float)))
+
+
+def process_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Per compiled variant: its processes' speedups, why sampling stopped, what its own
+    processes read, where the uncertainty comes from; per variant, the host probe."""
+    out: list[str] = []
+    for r in rows:
+        if r["variant"] != "eager" and r.get("process_speedups"):
+            per = ", ".join(f"{x:.2f}x" for x in r["process_speedups"])
+            state = "provisional" if r.get("provisional") else f"stopped: {r.get('stop_reason') or '-'}"
+            out.append(f"  processes [{r['variant']}]: {per} ({state})")
+            measured, paired = r.get("measured_median_ms"), r.get("paired_eager_median_ms")
+            if not _blank(measured) and not _blank(paired):
+                out.append(f"    read in its own processes: {measured:.4f} ms/call against "
+                           f"eager {paired:.4f} ms" + (
+                               f"; interval variance shared with {r['variance_prior']}"
+                               if r.get("variance_prior") else ""))
+            comp = r.get("variance_components")
+            if isinstance(comp, dict) and _share_text(comp):
+                out.append(f"    uncertainty from: {_share_text(comp)}")
+        busy, dev = r.get("eager_device_busy_ms_per_call"), r.get("paired_eager_median_ms")
+        if r["variant"] != "eager" and not _blank(busy) and not _blank(dev):
+            out.append(f"  eager in [{r['variant']}]: GPU busy {busy:.4f} of "
+                       f"{dev:.4f} ms wall per call")
+    probes = [(r["variant"], r["host_probe"]) for r in rows if isinstance(r.get("host_probe"), dict)]
+    if probes:
+        out.append("  host probe (median over each variant's processes, µs): " + "; ".join(
+            f"{v} launch {p.get('launch_us', float('nan')):.1f}, module call "
+            f"{p.get('module_call_us', float('nan')):.2f}" for v, p in probes))
+    return out
 
 
 TIME_ORDER = ("process start", "imports", "setup", "compiler import", "model build",

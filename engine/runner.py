@@ -10,6 +10,7 @@ tail (``engine.process``); the other variants go on.
 from __future__ import annotations
 
 import copy
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -57,6 +58,7 @@ def _merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
     loads = [p.get("host_other_busy_cores") for p in base["processes"]]
     loads = [x for x in loads if x is not None]
     base["host_other_busy_cores"] = max(loads) if loads else None
+    base["host_probe"] = host_probe_median(base["processes"])
     # The first warm-cache process's first call: a fresh process on the filled cache with
     # inductor's defaults, as a user's restart (later ones run without the compile-worker pool).
     base["first_call_warm_s"] = base["processes"][1].get("first_call_s")
@@ -64,6 +66,15 @@ def _merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
                             "warm": base["processes"][1].get("compile_load")}
     base.setdefault("compile_phases_warm_s", child.get("compile_phases_warm_s"))
     forensics.merge_cache(base, child)
+
+
+def host_probe_median(processes: list[dict[str, Any]]) -> dict[str, float] | None:
+    """Each host-probe figure (engine/host_probe.py) as the median over ``processes``."""
+    probes = [p["host_probe"] for p in processes if isinstance(p.get("host_probe"), dict)]
+    keys = sorted({k for p in probes for k in p})
+    out = {k: statistics.median(v) for k in keys
+           if (v := [float(p[k]) for p in probes if isinstance(p.get(k), (int, float))])}
+    return out or None
 
 
 def _first_process(result: dict[str, Any]) -> None:
@@ -100,8 +111,13 @@ def time_breakdown(processes: list[dict[str, Any]]) -> dict[str, float]:
     return {k: round(v, 3) for k, v in out.items()}
 
 
-def _with_stats(result: dict[str, Any], eager_first_ms: float | None) -> dict[str, Any]:
-    out = variant_stats.add_stats(copy.deepcopy(result), eager_first_call_ms=eager_first_ms)
+def with_stats(result: dict[str, Any], results: dict[str, dict[str, Any]],
+               eager_first_ms: float | None,
+               history: dict[str, stats.VariancePrior] | None = None) -> dict[str, Any]:
+    """A copy of ``result`` with its stats block, computed with the whole run's results (one
+    eager for the run, the variance its variants may share: engine/variant_stats.py)."""
+    out = variant_stats.add_stats(copy.deepcopy(result), results,
+                                  eager_first_call_ms=eager_first_ms, history=history)
     if out.get("processes"):
         out["time_s"] = time_breakdown(out["processes"])
     return out
@@ -115,6 +131,7 @@ def run_variants(
     on_result: ResultFn = lambda r: None,
     on_artifact: ArtifactFn = lambda v, k, m, b: None,
     eta_priors: dict[tuple[str, str, str], list[float]] | None = None,
+    variance_priors: dict[str, stats.VariancePrior] | None = None,
 ) -> list[dict[str, Any]]:
     """Measure every variant of ``spec`` and return the results with statistics added.
 
@@ -126,11 +143,17 @@ def run_variants(
     turns timing (A, B, A, B, ...), so drift over minutes reaches every variant alike; they
     prepare and compile side by side where the host has the cores (``engine.schedule``).  After
     the minimum, a variant gets more processes while its interval is wider than
-    ``target_halfwidth``, up to ``max_processes`` or ``process_budget_s`` seconds of extra
+    ``target_halfwidth`` and does not exclude 1.0 (engine/stats.stop_reason), up to ``max_processes`` or ``process_budget_s`` seconds of extra
     processes; why it stopped is stored.  With ``warm_cache`` a compiled variant gets at least
     two processes.  ``on_result`` is called after every process with the variant's result so
     far, so that nothing measured is lost if a later process crashes.  ``eta_priors``: what each
-    stage took in earlier runs of the model (``engine.eta.stage_seconds``), for the live ETA."""
+    stage took in earlier runs of the model (``engine.eta.stage_seconds``), for the live ETA.
+    ``variance_priors``: this host's earlier spread of each variant's per-process speedups
+    (``storage.history``), which a variant's interval may borrow (``engine.stats``).  Every
+    result passed to ``on_result`` carries the run's statistics as they stand, marked
+    provisional until its variant is done; the eager figure is the run's (engine/variant_stats),
+    so a process of any variant re-sends them all."""
+    history = variance_priors
     variants = list(spec["variants"])
     compiled = [v for v in variants if v != "eager"]
     k_min = max(int(spec.get("processes", 1)), 2 if spec.get("warm_cache", True) else 1)
@@ -193,91 +216,113 @@ def run_variants(
         left = describe(seconds)
         on_progress(focus.variant, f"{phase} · {left}" if left else phase, min(overall, 1.0))
 
+    final: dict[str, float] = {}  # variant -> when its figures became final (unix s)
+
+    def publish() -> None:
+        """Every variant's result with the run's statistics as they stand: a process of any
+        variant moves the run's eager, and so every compiled figure (engine/variant_stats)."""
+        if "eager" in results and not active:
+            final.setdefault("eager", time.time())
+        for name, raw in results.items():
+            raw["final_at"] = final.get(name)
+            on_result(with_stats(raw, results, eager_first["ms"], history))
+
+    def end_variant(v: str, reason: str | None = None) -> None:
+        if reason:
+            results[v]["stop_reason"] = reason
+        active.discard(v)
+        final.setdefault(v, time.time())
+
+    def finish_eager(child: dict[str, Any]) -> None:
+        _first_process(child)
+        if child.get("status") == "ok":
+            # Call 2 of the eager child: like the compiled first call (which follows the
+            # eager reference), it comes after CUDA/cuBLAS start-up, which both would pay.
+            curve = child.get("warmup_ms") or []
+            eager_first["ms"] = curve[1] if len(curve) > 1 else (curve or [None])[0]
+            child["stop_reason"] = "one process asked"
+        for other in results.values():  # a compiled process that counted before eager ended
+            if roofline.fill_deferred(child, other, spec.get("device", "cpu")):
+                break
+        results["eager"] = child
+
+    def finish_cold(v: str, child: dict[str, Any]) -> None:
+        """The variant's first (cold) process, which carries its one-off figures."""
+        _first_process(child)
+        torch_trace.keep(spec, root, v, child, on_artifact)  # spec keep_trace
+        results[v] = child
+        if failed.get(v):  # a further process failed before this one ended
+            child["process_errors"] = list(failed[v])
+            child["stop_reason"] = "a measuring process failed"
+        if "eager" in results:
+            roofline.fill_deferred(results["eager"], child, spec.get("device", "cpu"))
+        if child.get("status") != "ok":
+            drop(v)
+            end_variant(v)
+
+    def finish_further(job: Job, child: dict[str, Any]) -> None:
+        v = job.variant
+        if child.get("status") == "ok":
+            _merge_process(results[v], child)
+            return
+        # a further process failed: the variant keeps what it has, with the reason
+        failed.setdefault(v, []).append({"index": job.index, "failure_kind":
+                                         child.get("failure_kind"), "error": child.get("error")})
+        drop(v, from_index=job.index)  # its earlier processes may still be measuring
+        if v in results:  # else it failed before the cold process ended: noted there
+            results[v]["process_errors"] = list(failed[v])
+            end_variant(v, "a measuring process failed")
+
     def finish(job: Job, child: dict[str, Any]) -> None:
         """Fold one finished process into its variant's result and decide what comes next."""
         v = job.variant
         child.setdefault("scheduling", scheduling)
         if v == "eager":
-            _first_process(child)
-            if child.get("status") == "ok":
-                # Call 2 of the eager child: like the compiled first call (which follows the
-                # eager reference), it comes after CUDA/cuBLAS start-up, which both would pay.
-                curve = child.get("warmup_ms") or []
-                eager_first["ms"] = curve[1] if len(curve) > 1 else (curve or [None])[0]
-                child["stop_reason"] = "one process asked"
-            for other in results.values():  # a compiled process that counted before eager ended
-                if roofline.fill_deferred(child, other, spec.get("device", "cpu")):
-                    break
-            results["eager"] = _with_stats(child, eager_first["ms"])
-            on_result(results["eager"])
-            return
-        if job.speculative:  # ended before it was asked for (it never timed): nothing to keep
-            return
-        if job.index == 0:
-            _first_process(child)
-            torch_trace.keep(spec, root, v, child, on_artifact)  # spec keep_trace
-            results[v] = child
-            if failed.get(v):  # a further process failed before this one ended
-                child["process_errors"] = list(failed[v])
-                child["stop_reason"] = "a measuring process failed"
-            if "eager" in results and roofline.fill_deferred(results["eager"], child,
-                                                             spec.get("device", "cpu")):
-                on_result(_with_stats(results["eager"], eager_first["ms"]))  # its roofline
-            if child.get("status") != "ok":
-                drop(v)
-                results[v] = _with_stats(child, eager_first["ms"])
-                on_result(results[v])
-                return
-        elif child.get("status") == "ok":
-            _merge_process(results[v], child)
-        elif child.get("status") == "cancelled":
-            return
-        else:  # a further process failed: the variant keeps what it has, with the reason
-            failed.setdefault(v, []).append(
-                {"index": job.index, "failure_kind": child.get("failure_kind"),
-                 "error": child.get("error")})
-            drop(v, from_index=job.index)  # its earlier processes may still be measuring
-            if v not in results:  # it failed before the cold process ended: noted there
-                return
-            results[v]["process_errors"] = list(failed[v])
-            results[v]["stop_reason"] = "a measuring process failed"
-        done_count[v] += 1
-        current = _with_stats(results[v], eager_first["ms"])
-        on_result(current)
-        if v not in active:
-            return
+            finish_eager(child)
+        elif job.speculative or (job.index > 0 and child.get("status") == "cancelled"):
+            return  # ended before it was asked for, or cancelled: nothing to keep
+        elif job.index == 0:
+            finish_cold(v, child)
+        else:
+            finish_further(job, child)
+        if v != "eager" and v in results:
+            done_count[v] += 1
+            if v in active:
+                next_step(v)
+        publish()
+
+    def next_step(v: str) -> None:
+        """After a variant's process: stop it (with the reason) or give it another process."""
         planned = sum(j.variant == v and j.state != "dropped" and not j.speculative
                       for j in plan)
         if done_count[v] < planned:
             return
         if done_count[v] >= k_min and not extra_since:
             extra_since.append(time.monotonic())
-        now_stats = current["stats"]
-        half = stats.rel_halfwidth(now_stats.get("speedup_ci_low"), now_stats.get("speedup_ci_high"))
-        reason = stats.stop_reason(half, done_count[v], min_processes=k_min,
-                                   max_processes=k_max,
-                                   target_halfwidth=float(spec.get("target_halfwidth", 0)))
+        now = with_stats(results[v], results, eager_first["ms"], history)["stats"]
+        low, high = now.get("speedup_ci_low"), now.get("speedup_ci_high")
+        reason = stats.stop_reason(stats.rel_halfwidth(low, high), done_count[v],
+                                   min_processes=k_min, max_processes=k_max,
+                                   target_halfwidth=float(spec.get("target_halfwidth", 0)),
+                                   low=low, high=high)
         if (reason is None and extra_since and time.monotonic() - extra_since[0]
                 >= float(spec.get("process_budget_s", 0))):
             reason = "time budget"
         ahead = next((j for j in plan if j.variant == v and j.speculative
                       and j.state not in ("dropped", "done")), None)
-        if reason == "interval tight enough" and ahead is not None:
+        if reason in ("interval tight enough", "interval excludes 1.0") and ahead is not None:
             # Already prepared and compiled, it costs only its timing slot (0.6 s on the H200
             # seed MLP), and three processes can agree by chance: on the H200 one run's three
             # gave default 0.625x [0.611, 0.640] while two runs of four gave 0.585x and 0.543x.
             # So it is measured, and the interval judged again with it.
             reason = None
         if reason:
-            results[v]["stop_reason"] = reason
             drop(v, speculative_only=True)
-            active.discard(v)
-            on_result(_with_stats(results[v], eager_first["ms"]))  # with the reason
+            end_variant(v, reason)
+        elif ahead is not None:  # started early: it may time now
+            ahead.speculative = False
         else:
-            if ahead is not None:  # started early: it may time now
-                ahead.speculative = False
-            else:
-                plan.append(Job(v, done_count[v]))
+            plan.append(Job(v, done_count[v]))
 
     with tempfile.TemporaryDirectory(prefix="compilelab-") as tmp:
         root = Path(tmp)
@@ -290,14 +335,19 @@ def run_variants(
                     spec, compiled, results, root, run_child,
                     lambda v, kind: (lambda phase, frac: on_progress(
                         v, f"start-up strategies: {phase}", 0.99)),
-                    should_cancel, lambda r: on_result(_with_stats(r, eager_first["ms"])))
+                    should_cancel,
+                    lambda r: on_result(with_stats(r, results, eager_first["ms"], history)))
         except BaseException:  # Ctrl-C, or a signal handler raising: never leave a child
             for j in plan:
                 if j.handle is not None and j.state not in ("done", "dropped"):
                     j.handle.kill("cancelled")
             raise
 
-    return [_with_stats(results[v], eager_first["ms"]) for v in variants if v in results]
+    for v in results:  # cancelled or cut short: what was measured stands, no longer moving
+        final.setdefault(v, time.time())
+        results[v]["final_at"] = final[v]
+    return [with_stats(results[v], results, eager_first["ms"], history)
+            for v in variants if v in results]
 
 
 def _schedule(plan: list[Job], spec: dict[str, Any], root: Path, *, gated: bool,

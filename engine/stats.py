@@ -20,28 +20,37 @@ Method
   interval built from rounds alone is far too narrow.
 * **Per-process estimate**: ``r_p = log(median(eager_p) / median(compiled_p))`` over that
   process's paired rounds.  **Point estimate**: ``exp(mean_p r_p)``, the geometric mean of the
-  per-process speedups.  The variant's ``median_ms`` and ``eager_median_ms`` are the geometric
-  means of the per-process medians, so ``eager_median_ms / median_ms`` equals the speedup exactly.
-* **Interval: hierarchical bootstrap with a small-sample correction.**  Each replicate draws
-  ``k`` processes with replacement, then inside each drawn process its rounds with replacement
-  (whole rounds, as blocks, so correlation inside a block is kept), and takes the mean of the
-  drawn processes' log ratios.  With few processes the bootstrap's spread underestimates the
-  sampling spread by ``(k-1)/k`` and its percentiles are far too short (with 3 processes a
-  percentile interval covered the truth 60-70 % of the time in simulation), so the interval is
-  ``mean ± t(k-1, 0.975) · sqrt(k/(k-1)) · sd(replicates)`` on the log scale: a Student-t
-  interval whose standard error comes from the bootstrap.  Resampling the rounds too adds the
-  within-process noise once more (it is already in the per-process spread): the interval is
-  slightly conservative when processes agree and within-process noise dominates.
-  ``tests/test_stats_calibration.py`` checks coverage on simulated runs with 15 % process
-  offsets and 2 % autocorrelated noise: 90-98 % required.
+  per-process speedups.  How the run's figures are built from it (one eager for every variant,
+  the compiled figure as that eager ÷ the speedup) is ``engine.variant_stats``'s business.
+* **Interval: t on the per-process log speedups, with a shared variance where it is honest.**
+  ``exp(mean ± t(df, 0.975) · s / sqrt(k))``.  The per-process spread ``s²`` already holds the
+  noise inside each process, so nothing is added for the rounds (the earlier hierarchical
+  bootstrap resampled them once more and was too wide when processes agreed).  With two or three
+  processes, ``s²`` rests on one or two degrees of freedom and the t quantile (12.7, 4.3) makes
+  the interval useless, so ``s²`` is moderated with a **prior** variance ``s0²`` of ``d0``
+  degrees of freedom, empirical-Bayes style (limma's moderated t):
+  ``s̃² = (d0·s0² + d·s²) / (d0 + d)`` with ``d0 + d`` degrees of freedom.  The prior is this
+  host's earlier runs of the same configuration and variant where the caller has them, else the
+  other compiled variants of the same run (they share the host and the time).  Variants differ
+  in how much the host moves them (a CUDA-graph replay barely follows the host CPU, a
+  launch-bound variant does), and plain pooling then lends a noisy variant its neighbours' calm:
+  in simulation its coverage fell to 70-85 %.  So the prior's weight is capped
+  (``PRIOR_DF_CAP``) and it is left out when an F test of ``s²/s0²`` falls in its upper 30 % or
+  lower 10 % tail (``PRIOR_GUARD``).  ``tests/test_stats_calibration.py`` checks 90-98 %
+  coverage with homogeneous and heterogeneous variants, with and without a history prior, and
+  with process effects that come in episodes.
 * **Disagreement**: Cochran's Q of the per-process log ratios against their within-process
-  standard errors; when p < 0.01 the processes disagree beyond their own noise, and the tools say
-  so with the likely cause.
-* **Adaptive stopping**: after ``processes`` processes, more are added while the interval's
-  relative half-width exceeds ``target_halfwidth`` (default 5 %), up to ``max_processes`` or the
-  time budget; the reason sampling stopped is stored (``stop_reason``).
-* With one process only (``processes: 1``) the interval is the within-process bootstrap's
-  percentile interval and is marked as not covering between-process variance.
+  standard errors (each process's round-to-round spread); when p < 0.01 the processes disagree
+  beyond their own noise, and the tools say so with the likely cause.
+* **Variance components** (``variance_components``): call-to-call, round-to-round and
+  process-to-process spread, and each one's share of the estimate's variance, so a run says
+  where its uncertainty comes from.
+* **Adaptive stopping**: after ``processes`` processes, more are added until the interval lies
+  wholly beyond 1 ± 2 % (decided), or its relative half-width is at most ``target_halfwidth``
+  (default 5 %), up to ``max_processes`` or the time budget; the reason sampling stopped is
+  stored (``stop_reason``).
+* With one process only (``processes: 1``) the interval is a t interval over that process's
+  rounds and is marked as not covering between-process variance.
 """
 
 from __future__ import annotations
@@ -54,8 +63,6 @@ from typing import Any
 import numpy as np
 from scipy import special  # not scipy.stats: same t quantile and chi-square tail, 0.3 s not 0.9 s
 
-from engine import stats_cache
-
 NOISE_THRESHOLD = 0.10
 """IQR / median above which a series is flagged noisy."""
 
@@ -66,7 +73,19 @@ DISAGREE_P = 0.01
 # per array) however many samples a long run collected.
 _BOOT_CHUNK_ELEMENTS = 4_000_000
 
-STOP_REASONS = ("interval tight enough", "process limit", "time budget", "one process asked")
+STOP_REASONS = ("interval excludes 1.0", "interval tight enough", "process limit", "time budget",
+                "one process asked", "a measuring process failed")
+
+DECISION_MARGIN = 0.02
+"""An interval decides "faster" or "slower" only when it lies wholly beyond 1 ± 2 %: a smaller
+difference is below what identical runs on one host reproduce, so it decides nothing."""
+
+PRIOR_DF_CAP = 8.0
+"""Most degrees of freedom a shared variance may lend a variant (module notes)."""
+
+PRIOR_GUARD = (0.3, 0.1)
+"""F-test tails (upper, lower) beyond which a variant's own spread is taken to differ from the
+shared one, which it then does not borrow (module notes)."""
 
 
 @dataclass(frozen=True)
@@ -162,19 +181,18 @@ class ProcessRounds:
     def log_ratio(self) -> float:
         return math.log(float(np.median(self.eager)) / float(np.median(self.compiled)))
 
-    def boot_log_ratios(self, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-        """``n_boot`` bootstrap replicates of the log ratio, resampling whole rounds."""
-        rounds, block = self.eager.shape
-        out = np.empty(n_boot, dtype=np.float64)
-        rows_per_chunk = max(1, _BOOT_CHUNK_ELEMENTS // (rounds * block))
-        for start in range(0, n_boot, rows_per_chunk):
-            rows = min(rows_per_chunk, n_boot - start)
-            # One draw of round indices per replicate, shared by both series: the pairing.
-            idx = rng.integers(0, rounds, size=(rows, rounds), dtype=np.intp)
-            e = _median_rows(self.eager[idx].reshape(rows, -1))
-            c = _median_rows(self.compiled[idx].reshape(rows, -1))
-            out[start:start + rows] = np.log(e / c)
-        return out
+    def round_log_ratios(self) -> np.ndarray:
+        """Each round's log ratio of block medians (eager ÷ compiled)."""
+        return np.log(np.median(self.eager, axis=1) / np.median(self.compiled, axis=1))
+
+    def within_se(self) -> float:
+        """Standard error of this process's log ratio from its rounds' spread (NaN with one
+        round): the noise inside the process, which the per-process spread must exceed before
+        processes are said to disagree."""
+        rounds = self.round_log_ratios()
+        if rounds.size < 2:
+            return math.nan
+        return float(rounds.std(ddof=1)) / math.sqrt(rounds.size)
 
 
 def rel_halfwidth(low: float | None, high: float | None) -> float | None:
@@ -183,6 +201,50 @@ def rel_halfwidth(low: float | None, high: float | None) -> float | None:
     if not low or not high or low <= 0 or high <= 0:
         return None
     return math.sqrt(high / low) - 1.0
+
+
+@dataclass(frozen=True)
+class VariancePrior:
+    """What is known, before this variant's own processes, about the variance of one process's
+    log speedup: an estimate ``var`` with ``df`` degrees of freedom and where it came from."""
+
+    var: float
+    df: float
+    source: str
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.var) and self.var > 0 and math.isfinite(self.df)
+                and self.df > 0):
+            raise ValueError(f"a variance prior needs a positive variance and df, got {self}")
+
+
+def pooled_prior(variances: Sequence[tuple[float, int]], source: str) -> VariancePrior | None:
+    """Pool sample variances ``(var, df)`` into one prior (df-weighted), None without any."""
+    usable = [(v, d) for v, d in variances if d >= 1 and math.isfinite(v) and v > 0]
+    df = sum(d for _, d in usable)
+    if not usable:
+        return None
+    return VariancePrior(sum(v * d for v, d in usable) / df, float(df), source)
+
+
+def moderated_variance(var: float, df: int, prior: VariancePrior | None
+                       ) -> tuple[float, float, str | None]:
+    """The variance of one process's log speedup, shrunk toward ``prior`` where the two agree.
+
+    Returns ``(variance, degrees of freedom, the prior's source or None)``.  The empirical-Bayes
+    (moderated) estimate ``(d0·s0² + d·s²) / (d0 + d)`` with ``d0 + d`` degrees of freedom, with
+    the prior's weight capped at ``PRIOR_DF_CAP`` and the prior left out when an F test says the
+    variant's own spread differs from it (``PRIOR_GUARD``): a variant noisier than its
+    neighbours must not borrow their calm.  See the module notes for the simulations."""
+    if prior is None or df < 1:
+        return var, float(df), None
+    d0 = min(prior.df, PRIOR_DF_CAP)
+    f = var / prior.var
+    hi = float(special.fdtri(df, d0, 1.0 - PRIOR_GUARD[0]))
+    lo = float(special.fdtri(df, d0, PRIOR_GUARD[1]))
+    if f > hi or f < lo:
+        return var, float(df), None
+    return (d0 * prior.var + df * var) / (d0 + df), d0 + df, prior.source
 
 
 @dataclass(frozen=True)
@@ -196,13 +258,19 @@ class SpeedupEstimate:
     process_speedups: tuple[float, ...]
     spread: float | None
     """Standard deviation of the per-process log speedups (≈ relative spread, 0.1 = 10 %)."""
-    within_spread: float
-    """Root-mean-square within-process standard error of the log speedup."""
+    within_spread: float | None
+    """Root-mean-square within-process standard error of the log speedup (from its rounds)."""
     disagree_p: float | None
     """Cochran's Q p-value: small when processes disagree beyond their own noise."""
+    log_se: float | None = None
+    """Standard error of the log speedup the interval used."""
+    df: float | None = None
+    """Degrees of freedom of its t quantile."""
+    prior: str | None = None
+    """Where the shared variance came from, or None: this variant's processes alone."""
     between_processes: bool = True
     """False with one process: the interval then sees only noise inside that process."""
-    method: str = field(default="hierarchical bootstrap (processes, then rounds), t-corrected")
+    method: str = field(default="t interval on per-process log speedups")
 
     @property
     def rel_halfwidth(self) -> float:
@@ -213,67 +281,134 @@ class SpeedupEstimate:
         return self.disagree_p is not None and self.disagree_p < DISAGREE_P
 
 
-def hierarchical_speedup(processes: Sequence[ProcessRounds], *, ci: float = 0.95,
-                         n_boot: int = 2000, seed: int = 0) -> SpeedupEstimate:
+def _cochran_p(r: np.ndarray, within_se: np.ndarray) -> float | None:
+    """Cochran's Q p-value of per-process estimates ``r`` against their standard errors."""
+    if r.size < 2 or not np.all(np.isfinite(within_se)):
+        return None
+    wts = 1.0 / np.maximum(within_se, 1e-6) ** 2
+    pooled = float((wts * r).sum() / wts.sum())
+    q = float((wts * (r - pooled) ** 2).sum())
+    return float(special.chdtrc(r.size - 1, q))
+
+
+def paired_speedup(processes: Sequence[ProcessRounds], *, prior: VariancePrior | None = None,
+                   ci: float = 0.95) -> SpeedupEstimate:
     """Speedup (eager ÷ compiled per-call time) over several processes; see the module notes.
 
-    Deterministic for a given ``seed``.  Raises ``ValueError`` without processes or with a bad
-    ``ci``/``n_boot``."""
+    ``prior``: the shared variance (``pooled_prior``) that may moderate this variant's own.
+    Raises ``ValueError`` without processes or with a bad ``ci``."""
     if not processes:
         raise ValueError("no processes to estimate from")
     if not 0 < ci < 1:
         raise ValueError(f"ci must be in (0, 1), got {ci}")
-    if n_boot < 2:
-        raise ValueError(f"n_boot must be >= 2, got {n_boot}")
-    rng = np.random.default_rng(seed)
+    alpha = (1.0 - ci) / 2.0
     k = len(processes)
     r = np.array([p.log_ratio() for p in processes])
-    within = stats_cache.within_rows(processes, n_boot, rng, seed)  # (k, n_boot)
-    w_sd = within.std(axis=1, ddof=1)
+    within = np.array([p.within_se() for p in processes])
+    within_rms = float(np.sqrt(np.mean(within ** 2))) if np.all(np.isfinite(within)) else None
     est = float(r.mean())
-    alpha = (1.0 - ci) / 2.0
     if k == 1:
-        lo, hi = np.percentile(within[0], [100 * alpha, 100 * (1 - alpha)])
-        lo, hi = min(float(lo), est), max(float(hi), est)
-        return SpeedupEstimate(math.exp(est), math.exp(lo), math.exp(hi), 1,
-                               (math.exp(est),), None, float(w_sd[0]), None,
-                               between_processes=False,
-                               method="bootstrap of rounds in one process (no between-process "
-                                      "variance)")
-    # Two-stage replicate b: k processes drawn with replacement; each drawn process contributes
-    # one of its own round-resampled replicates, picked at random (an independent second stage).
-    pick = rng.integers(0, k, size=(n_boot, k))
-    inner = rng.integers(0, n_boot, size=(n_boot, k))
-    reps = within[pick, inner].mean(axis=1)
-    se = float(reps.std(ddof=1)) * math.sqrt(k / (k - 1))
-    h = float(special.stdtrit(k - 1, 1 - alpha)) * se
-    # Cochran's Q: are the per-process estimates further apart than their own noise allows?
-    var = np.maximum(w_sd, 1e-12) ** 2
-    wts = 1.0 / var
-    pooled = float((wts * r).sum() / wts.sum())
-    q = float((wts * (r - pooled) ** 2).sum())
-    p_q = float(special.chdtrc(k - 1, q))
+        rounds = processes[0].round_log_ratios()
+        if rounds.size < 2:
+            raise ValueError("one process with one round has no interval")
+        se = float(rounds.std(ddof=1)) / math.sqrt(rounds.size)
+        h = float(special.stdtrit(rounds.size - 1, 1 - alpha)) * se
+        return SpeedupEstimate(math.exp(est), math.exp(est - h), math.exp(est + h), 1,
+                               (math.exp(est),), None, within_rms, None, se,
+                               float(rounds.size - 1), None, between_processes=False,
+                               method="t interval on the rounds of one process (no "
+                                      "between-process variance)")
+    own = float(r.var(ddof=1))
+    var, df, used = moderated_variance(own, k - 1, prior)
+    se = math.sqrt(var / k)
+    h = float(special.stdtrit(df, 1 - alpha)) * se
+    method = ("t interval on per-process log speedups" if used is None else
+              f"t interval on per-process log speedups, variance shared with {used}")
     return SpeedupEstimate(math.exp(est), math.exp(est - h), math.exp(est + h), k,
-                           tuple(float(x) for x in np.exp(r)), float(r.std(ddof=1)),
-                           float(np.sqrt(np.mean(w_sd ** 2))), p_q)
+                           tuple(float(x) for x in np.exp(r)), math.sqrt(own), within_rms,
+                           _cochran_p(r, within), se, df, used, method=method)
+
+
+def variance_components(processes: Sequence[ProcessRounds]) -> dict[str, float] | None:
+    """Where a speedup's uncertainty comes from, as standard deviations on the log scale
+    (≈ relative, 0.05 = 5 %) by the method of moments on log per-call times:
+
+    * ``within_round_sd``: call to call inside one block of consecutive calls;
+    * ``between_round_sd``: round to round inside one process, beyond the calls' own noise;
+    * ``between_process_sd``: process to process, beyond what its rounds explain;
+
+    and each one's ``*_share`` of the variance of the variant's speedup estimate (summing to 1).
+    None with fewer than two rounds in a process or fewer than two calls in a block."""
+    if not processes or any(p.eager.shape[0] < 2 or p.eager.shape[1] < 2 for p in processes):
+        return None
+    le = [np.log(p.eager) for p in processes]
+    lc = [np.log(p.compiled) for p in processes]
+    within = float(np.mean(np.concatenate([np.concatenate([a.var(axis=1, ddof=1),
+                                                           b.var(axis=1, ddof=1)])
+                                           for a, b in zip(le, lc, strict=True)])))
+    block = processes[0].eager.shape[1]
+    rr = [a.mean(axis=1) - b.mean(axis=1) for a, b in zip(le, lc, strict=True)]
+    v_round = float(np.mean([x.var(ddof=1) for x in rr]))
+    between_round = max(v_round - 2 * within / block, 0.0)
+    n_rounds = float(np.mean([x.size for x in rr]))
+    between_process = 0.0
+    if len(rr) >= 2:
+        v_proc = float(np.var([x.mean() for x in rr], ddof=1))
+        between_process = max(v_proc - v_round / n_rounds, 0.0)
+    parts = {"between_process": between_process, "between_round": between_round / n_rounds,
+             "within_round": 2 * within / (block * n_rounds)}
+    total = sum(parts.values()) or 1.0
+    out = {"between_process_sd": math.sqrt(between_process),
+           "between_round_sd": math.sqrt(between_round), "within_round_sd": math.sqrt(within)}
+    out.update({f"{k}_share": v / total for k, v in parts.items()})
+    return out
+
+
+def decision(low: float | None, high: float | None, margin: float = DECISION_MARGIN
+             ) -> str | None:
+    """"faster" or "slower" when the interval lies wholly beyond 1 ± ``margin``, else None."""
+    if not low or not high:
+        return None
+    if low > 1.0 + margin:
+        return "faster"
+    if high < 1.0 / (1.0 + margin):
+        return "slower"
+    return None
 
 
 def stop_reason(rel_halfwidth: float | None, n_processes: int, *, min_processes: int,
-                max_processes: int, target_halfwidth: float) -> str | None:
+                max_processes: int, target_halfwidth: float, low: float | None = None,
+                high: float | None = None) -> str | None:
     """Why to stop adding measuring processes for a variant, or None to add another.
 
-    The rule: at least ``min_processes``; then stop once the interval's relative half-width
-    (``SpeedupEstimate.rel_halfwidth``; None when there is no interval) is at most
-    ``target_halfwidth``, or at ``max_processes``.  (The runner adds "time budget".)"""
+    The rule: at least ``min_processes``; then stop once the interval (``low``, ``high``) lies
+    wholly beyond 1 ± ``DECISION_MARGIN`` (the answer is decided), or its relative half-width
+    (None when there is no interval) is at most ``target_halfwidth``, or at ``max_processes``.
+    (The runner adds "time budget".)"""
     if n_processes < min_processes:
         return None
     if min_processes == 1 and max_processes == 1:
         return "one process asked"
+    if decision(low, high) is not None:
+        return "interval excludes 1.0"
     if rel_halfwidth is not None and rel_halfwidth <= target_halfwidth:
         return "interval tight enough"
     if n_processes >= max_processes:
         return "process limit"
     return None
+
+
+def processes_to_target(rel_halfwidth: float | None, n_processes: int,
+                        target_halfwidth: float) -> int | None:
+    """About how many more processes would bring the interval to ``target_halfwidth``: the
+    half-width shrinks as one over the square root of the processes (a lower bound: the t
+    quantile shrinks too, which this ignores)."""
+    if rel_halfwidth is None or target_halfwidth <= 0 or n_processes < 1:
+        return None
+    if rel_halfwidth <= target_halfwidth:
+        return 0
+    need = n_processes * (math.log1p(rel_halfwidth) / math.log1p(target_halfwidth)) ** 2
+    return max(1, math.ceil(need) - n_processes)
 
 
 def speedup_ci(
@@ -378,3 +513,19 @@ def break_even_calls(
     if k >= 1 and (k - 1) * saving >= extra - tol:
         k -= 1
     return 1 + k
+
+
+def history_prior(runs: Sequence[Any], source: str = "this host's earlier runs of this "
+                  "configuration") -> VariancePrior | None:
+    """The variance prior from earlier runs' per-process speedups (one list per run, as stored:
+    hostile, so anything but a list of 2 to 64 positive finite numbers is skipped)."""
+    found: list[tuple[float, int]] = []
+    for speeds in runs:
+        if not isinstance(speeds, list) or not 2 <= len(speeds) <= 64:
+            continue
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                   and math.isfinite(x) and 0 < x < 1e6 for x in speeds):
+            continue
+        logs = np.log(np.asarray(speeds, dtype=np.float64))
+        found.append((float(logs.var(ddof=1)), len(speeds) - 1))
+    return pooled_prior(found, source)

@@ -19,6 +19,7 @@ import torch
 
 class Timer:
     def __init__(self, device: str) -> None:
+        self.device = device
         self.cuda = device.startswith("cuda")
         self.name = "cuda_event" if self.cuda else "perf_counter"
         self._events: tuple[torch.cuda.Event, torch.cuda.Event, torch.cuda.Stream] | None = None

@@ -25,12 +25,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine import compile_load, fmt
+from engine import compile_load, fmt, stats
+from engine.contract import RunSpec
 from engine.hostload import BUSY_HOST_CORES
 from storage.text import defuse_shortcodes
 
 TIE_BAND = 0.03  # pipelined ratios within ±3 % of 1.0 are called a tie (also without an interval)
 LAUNCH_BOUND = 0.5  # eager's device-busy time below half its wall time: launch-bound
+TARGET = RunSpec.defaults()["target_halfwidth"]  # what "narrow enough" means when undecided
 
 Row = Mapping[str, Any]
 
@@ -46,11 +48,14 @@ class Verdict:
     latency_choice: str | None = None
     throughput_choice: str | None = None
     short_jobs_choice: str | None = None
+    provisional: str | None = None
+    """Set while any figure may still move: said first, before the answers."""
 
     def lines(self) -> list[tuple[str, str]]:
         """(label, sentence) pairs in reading order; every front end renders these."""
-        out = [("Latency", self.latency), ("Throughput", self.throughput),
-               ("Short jobs", self.short_jobs)]
+        out = [("Provisional", self.provisional)] if self.provisional else []
+        out += [("Latency", self.latency), ("Throughput", self.throughput),
+                ("Short jobs", self.short_jobs)]
         out += [("Slower than eager", s) for s in self.slower_than_eager]
         out += [("Caution", w) for w in self.warnings]
         return out
@@ -67,7 +72,7 @@ class Verdict:
                 "short_jobs": self.short_jobs, "slower_than_eager": self.slower_than_eager,
                 "warnings": self.warnings, "latency_choice": self.latency_choice,
                 "throughput_choice": self.throughput_choice,
-                "short_jobs_choice": self.short_jobs_choice}
+                "short_jobs_choice": self.short_jobs_choice, "provisional": self.provisional}
 
 
 # What can open Markdown, HTML, Streamlit icons/emoji (":name:") or LaTeX ("$") mid-sentence;
@@ -133,7 +138,8 @@ def disagreement_cause(row: Row) -> str:
     if busy is not None and busy >= BUSY_HOST_CORES:
         return (f"the host CPU was busy (other processes kept {busy:.1f} cores busy), and "
                 "launch-bound calls follow the host")
-    dev, wall = _v(row, "eager_device_busy_ms_per_call"), _v(row, "eager_median_ms")
+    dev = _v(row, "eager_device_busy_ms_per_call")
+    wall = _v(row, "paired_eager_median_ms") or _v(row, "eager_median_ms")
     if dev is not None and wall:
         share = dev / wall
         if share < LAUNCH_BOUND:
@@ -229,7 +235,7 @@ def decide(rows: Iterable[Row], run_id: int | None = None) -> Verdict:
     throughput, thr_choice = _throughput(candidates)
     short, short_choice = _short_jobs(candidates, eager)
     return Verdict(run_id, latency, throughput, short, slower, warnings,
-                   lat_choice, thr_choice, short_choice)
+                   lat_choice, thr_choice, short_choice, provisional_note(ok))
 
 
 def _sci(x: float | None) -> str:
@@ -320,10 +326,39 @@ def _latency(candidates: list[Row]) -> tuple[str, str]:
                 f"longer per call. Fastest compiled is {best['variant']}: {figures}."), "eager"
     if (lo is not None and lo <= 1.0) or s < 1.0:
         return ("Ship eager — no compiled variant is measurably faster per call (the confidence "
-                f"interval includes 1.0). Fastest compiled is {best['variant']}: {figures}."), \
-            "eager"
+                f"interval includes 1.0). Fastest compiled is {best['variant']}: {figures}."
+                + undecided(best)), "eager"
     return (f"Ship {best['variant']} — {figures}, {1 - 1 / s:.0%} less time per call.",
             str(best["variant"]))
+
+
+def undecided(r: Row) -> str:
+    """For an interval that includes 1.0: the largest difference it leaves open, and about what
+    would narrow it to the spec's default target (more processes, seconds)."""
+    lo, hi = _v(r, "speedup_ci_low"), _v(r, "speedup_ci_high")
+    if lo is None or hi is None:
+        return ""
+    open_by = max(1.0 / lo - 1.0, hi - 1.0)
+    text = f" No difference larger than ±{open_by:.0%} was measurable."
+    k = _v(r, "n_processes")
+    more = stats.processes_to_target(stats.rel_halfwidth(lo, hi), int(k or 0), TARGET)
+    if more:
+        spent = r.get("time_s") if isinstance(r.get("time_s"), Mapping) else {}
+        per = sum(v for v in spent.values() if fmt.is_num(v)) / k if k else 0.0
+        cost = f" (about {fmt.seconds(more * per)})" if per > 0 else ""
+        text += (f" About {more} more measuring process{'es' * (more != 1)}{cost} would narrow "
+                 f"it to ±{TARGET:.0%} (--processes / --max-processes).")
+    return text
+
+
+def provisional_note(rows: Iterable[Row]) -> str | None:
+    """Said first while any figure may still move (engine/runner.py marks them)."""
+    moving = [str(r["variant"]) for r in rows
+              if r.get("status", "ok") == "ok" and _true(r.get("provisional"))]
+    if not moving:
+        return None
+    return (f"provisional — {_join(moving)} may still get measuring processes; the figures "
+            "below can move until the run ends.")
 
 
 def _throughput(candidates: list[Row]) -> tuple[str, str]:

@@ -72,3 +72,40 @@ def recent_processes(db: Database, model: str, device: str, *, host: str | None 
             if isinstance(procs, list):
                 out += [(str(variant), i, p) for i, p in enumerate(procs) if isinstance(p, dict)]
         return out
+
+
+def _same_runs(session: Any, model: str, device: str, host: str | None, dims: Any,
+               dtype: str | None, step: str, runs: int) -> list[int]:
+    """Ids of the latest ``runs`` finished runs of exactly this configuration on ``host``."""
+    rows = session.execute(
+        select(Run.id, Run.environment, Run.dims, Run.dtype, Run.spec)
+        .where(Run.model == model, Run.device == device, Run.status == "done")
+        .order_by(Run.id.desc()).limit(8 * runs)).all()
+    return [r.id for r in rows
+            if isinstance(r.spec, dict) and r.spec.get("step", "inference") == step
+            and r.dims == dims and r.dtype == dtype and isinstance(r.environment, dict)
+            and host is not None and r.environment.get("host") == host][:runs]
+
+
+def recent_process_speedups(db: Database, model: str, device: str, *, host: str | None,
+                            dims: Any, dtype: str | None, step: str = "inference",
+                            runs: int = 5) -> dict[str, list[list[Any]]]:
+    """``{variant: [per-process speedups of one run, ...]}`` from the latest ``runs`` finished
+    runs of exactly this configuration (model, dims, dtype, device, step) on ``host``: the
+    history a variant's interval may borrow its variance from (engine/stats.py).  Nothing
+    without a host.  As stored (hostile until checked: the caller keeps only positive finite
+    numbers)."""
+    out: dict[str, list[list[Any]]] = {}
+    with db.session() as session:
+        ids = _same_runs(session, model, device, host, dims, dtype, step, runs)
+        if not ids:
+            return out
+        for variant, extra in session.execute(
+                select(VariantResult.variant, VariantResult.extra)
+                .where(VariantResult.run_id.in_(ids), VariantResult.status == "ok",
+                       VariantResult.variant != "eager")):
+            stats = extra.get("stats") if isinstance(extra, dict) else None
+            speeds = stats.get("process_speedups") if isinstance(stats, dict) else None
+            if isinstance(speeds, list):
+                out.setdefault(str(variant), []).append(speeds)
+    return out

@@ -15,6 +15,7 @@ from engine.contract import STATS_KEYS
 from engine.stats import (
     Summary,
     break_even_calls,
+    history_prior,
     speedup_ci,
     summarize,
 )
@@ -249,71 +250,115 @@ def _contract_stats_keys() -> list[str]:
     return re.findall(r'"(\w+)":', block)
 
 
-def _ok_result(variant="default", n=60, ratio=2.0, cold_s=3.0):
-    eager, compiled = _paired_rounds(np.random.default_rng(13), n, ratio, noise=0.03, drift=0.02)
+def _ok_result(variant="default", n=60, ratio=2.0, cold_s=3.0, seed=13, procs=3):
+    """A compiled result of ``procs`` processes of ``n`` paired samples (blocks of 10)."""
+    rng = np.random.default_rng(seed)
+    processes = []
+    for _ in range(procs):
+        eager, compiled = _paired_rounds(rng, n, ratio, noise=0.03, drift=0.02)
+        processes.append({"samples_ms": compiled.tolist(), "eager_samples_ms": eager.tolist(),
+                          "pipelined_ms": (compiled[::10] * 0.9).tolist(),
+                          "eager_pipelined_ms": (eager[::10] * 0.8).tolist(), "block": 10})
     return {
         "variant": variant,
         "status": "ok",
         "failure_kind": None,
         "first_call_cold_s": cold_s,
         "warmup_ms": [cold_s * 1000.0, 2.0, 0.6, 0.5],
-        "samples_ms": compiled.tolist(),
-        "eager_samples_ms": eager.tolist(),
-        "pipelined_ms": (compiled * 0.9).tolist(),
-        "eager_pipelined_ms": (eager * 0.8).tolist(),
+        "samples_ms": [x for p in processes for x in p["samples_ms"]],
+        "processes": processes,
     }
+
+
+def _eager_result(ms=2.0, n=30):
+    samples = [ms] * n
+    return {"variant": "eager", "status": "ok", "samples_ms": samples,
+            "processes": [{"samples_ms": samples, "eager_samples_ms": samples,
+                           "pipelined_ms": [ms * 0.9] * 3, "eager_pipelined_ms": [ms * 0.9] * 3,
+                           "block": 10}]}
+
+
+def _geo(xs):
+    return float(np.exp(np.mean(np.log(xs))))
 
 
 def test_stats_keys_are_exactly_the_contracts():
     assert list(STATS_KEYS) == _contract_stats_keys()
-    r = add_stats(_ok_result())
+    r = add_stats(_ok_result(), {})
     assert list(r["stats"]) == _contract_stats_keys()
-    failed = add_stats({"variant": "default", "status": "failed"})
+    failed = add_stats({"variant": "default", "status": "failed"}, {})
     assert list(failed["stats"]) == _contract_stats_keys()
+
+
+def test_one_eager_for_the_run_and_speedup_is_eager_over_compiled():
+    """The run's eager is the geometric mean over every process that timed eager (its own and
+    each compiled variant's); every row shows it, and speedup == eager / median on each."""
+    a, b, e = _ok_result(seed=1), _ok_result("max-autotune", ratio=0.5, seed=2), _eager_result()
+    results = {"eager": e, "default": a, "max-autotune": b}
+    medians = [2.0] + [float(np.median(p["eager_samples_ms"]))
+                       for r in (a, b) for p in r["processes"]]
+    shown = {n: add_stats(dict(r), results)["stats"] for n, r in results.items()}
+    for name, st in shown.items():
+        assert st["eager_median_ms"] == pytest.approx(_geo(medians)), name
+        assert st["speedup"] == pytest.approx(st["eager_median_ms"] / st["median_ms"]), name
+    assert shown["eager"]["median_ms"] == shown["eager"]["eager_median_ms"]
+    assert shown["eager"]["n_processes"] == 7
+    st = shown["default"]
+    assert st["measured_median_ms"] == pytest.approx(
+        _geo([np.median(p["samples_ms"]) for p in a["processes"]]))
+    assert st["paired_eager_median_ms"] == pytest.approx(
+        _geo([np.median(p["eager_samples_ms"]) for p in a["processes"]]))
+    assert st["speedup"] == pytest.approx(st["paired_eager_median_ms"] / st["measured_median_ms"])
+    assert st["speedup"] == pytest.approx(2.0, rel=0.05)
+    assert shown["max-autotune"]["speedup"] == pytest.approx(0.5, rel=0.05)
+    # the pipelined figures are formed the same way
+    assert st["pipelined_speedup"] == pytest.approx(
+        st["eager_pipelined_median_ms"] / st["pipelined_median_ms"])
 
 
 def test_add_stats_fills_ok_result():
     r = _ok_result()
-    out = add_stats(r, eager_first_call_ms=5.0)
+    out = add_stats(r, {}, eager_first_call_ms=5.0)
     assert out is r  # in place, and returned
     st = r["stats"]
     samples = np.array(r["samples_ms"])
-    eager = np.array(r["eager_samples_ms"])
-    assert st["median_ms"] == pytest.approx(np.median(samples))
     assert st["mean_ms"] == pytest.approx(samples.mean())
-    assert st["n"] == 60
-    assert st["p10_ms"] <= st["median_ms"] <= st["p90_ms"]
+    assert st["n"] == 180 and st["n_processes"] == 3
     assert st["iqr_ms"] > 0 and st["noisy"] is False
-    assert st["pipelined_median_ms"] == pytest.approx(0.9 * np.median(samples))
-    assert st["eager_median_ms"] == pytest.approx(np.median(eager))
-    assert st["eager_pipelined_median_ms"] == pytest.approx(0.8 * np.median(eager))
-    assert st["speedup"] == pytest.approx(np.median(eager) / np.median(samples))
-    assert st["speedup"] == pytest.approx(2.0, rel=0.05)
     assert st["speedup_ci_low"] < st["speedup"] < st["speedup_ci_high"]
     assert st["speedup_ci_low"] > 1.5
+    assert st["decision"] == "faster" and st["provisional"] is True
+    assert st["speedup_df"] == 2 and st["variance_prior"] is None  # nobody to borrow from
+    comp = st["variance_components"]
+    assert sum(comp[k] for k in comp if k.endswith("_share")) == pytest.approx(1.0)
     expected = break_even_calls(5.0, 3000.0, st["eager_median_ms"], st["median_ms"])
     assert st["break_even_calls"] == expected and expected > 1000
-    # the throughput verdict's interval: the pipelined rounds, paired the same way
-    ratio = st["eager_pipelined_median_ms"] / st["pipelined_median_ms"]
-    assert st["pipelined_speedup"] == pytest.approx(ratio)
     assert st["pipelined_ci_low"] < st["pipelined_speedup"] < st["pipelined_ci_high"]
     json.dumps(r)  # plain Python types only, ready to store
-    unpaired = add_stats({**_ok_result(), "pipelined_ms": [1.0]})["stats"]
+    broken = _ok_result()
+    broken["processes"][0]["pipelined_ms"] = [1.0]
+    unpaired = add_stats(broken, {})["stats"]
     assert unpaired["pipelined_speedup"] is None and unpaired["speedup"] is not None
 
 
+def test_the_runners_reason_and_final_time_move_into_stats():
+    r = {**_ok_result(), "stop_reason": "interval excludes 1.0", "final_at": 1765000000.0}
+    st = add_stats(r, {})["stats"]
+    assert st["stop_reason"] == "interval excludes 1.0" and st["final_at"] == 1765000000.0
+    assert st["provisional"] is False and "stop_reason" not in r and "final_at" not in r
+
+
 def test_add_stats_eager_first_call_defaults_to_eager_median():
-    r = add_stats(_ok_result())
-    st = r["stats"]
+    st = add_stats(_ok_result(), {})["stats"]
     assert st["break_even_calls"] == break_even_calls(
         st["eager_median_ms"], 3000.0, st["eager_median_ms"], st["median_ms"]
     )
 
 
 def test_add_stats_never_when_compiled_is_slower():
-    r = add_stats(_ok_result(ratio=0.5), eager_first_call_ms=5.0)
+    r = add_stats(_ok_result(ratio=0.5), {}, eager_first_call_ms=5.0)
     assert r["stats"]["speedup"] < 1.0
-    assert r["stats"]["speedup_ci_high"] < 1.0
+    assert r["stats"]["speedup_ci_high"] < 1.0 and r["stats"]["decision"] == "slower"
     assert r["stats"]["break_even_calls"] is None
 
 
@@ -322,31 +367,51 @@ def test_add_stats_failed_results_get_none_stats(status):
     r = {"variant": "max-autotune", "status": status, "failure_kind": "oom", "samples_ms": []}
     if status is None:
         del r["status"]
-    out = add_stats(r)
-    assert out["stats"] == dict.fromkeys(STATS_KEYS)
+    st = add_stats(r, {})["stats"]
+    assert st == {**dict.fromkeys(STATS_KEYS), "provisional": True}
 
 
 def test_add_stats_ok_without_samples_does_not_raise():
     r = {"variant": "default", "status": "ok", "samples_ms": [], "eager_samples_ms": None}
-    assert add_stats(r)["stats"] == dict.fromkeys(STATS_KEYS)
+    assert add_stats(r, {})["stats"] == {**dict.fromkeys(STATS_KEYS), "provisional": True}
 
 
 def test_add_stats_eager_variant_is_its_own_baseline():
-    r = _ok_result(variant="eager")
-    r["eager_samples_ms"] = list(r["samples_ms"])
-    r["eager_pipelined_ms"] = list(r["pipelined_ms"])
-    st = add_stats(r)["stats"]
+    st = add_stats(_eager_result(), {})["stats"]
     assert (st["speedup"], st["speedup_ci_low"], st["speedup_ci_high"]) == (1.0, 1.0, 1.0)
-    assert st["eager_median_ms"] == st["median_ms"]
+    assert st["eager_median_ms"] == st["median_ms"] == 2.0
     assert st["break_even_calls"] is None  # not applicable to the baseline
 
 
 def test_add_stats_unpaired_lengths_give_point_estimate_without_interval():
     r = _ok_result()
-    r["eager_samples_ms"] = r["eager_samples_ms"][:-5]
-    st = add_stats(r)["stats"]
+    r["processes"][0]["eager_samples_ms"] = r["processes"][0]["eager_samples_ms"][:-5]
+    st = add_stats(r, {})["stats"]
     assert st["speedup"] == pytest.approx(st["eager_median_ms"] / st["median_ms"])
     assert st["speedup_ci_low"] is None and st["speedup_ci_high"] is None
+
+
+def test_a_variant_borrows_the_runs_shared_variance_only_where_it_agrees():
+    """Variants of one run lend each other their spread (more degrees of freedom, a narrower
+    interval); a variant whose own spread is far from theirs borrows nothing."""
+    alike = {n: _ok_result(n, seed=s) for n, s in (("a", 3), ("b", 4), ("c", 5))}
+    st = add_stats(dict(alike["a"]), alike)["stats"]
+    assert st["variance_prior"] == "2 other variants of this run" and st["speedup_df"] > 2
+    solo = add_stats(dict(alike["a"]), {})["stats"]
+    assert (st["speedup_ci_high"] / st["speedup_ci_low"]
+            < solo["speedup_ci_high"] / solo["speedup_ci_low"])
+    wild = _ok_result("d", seed=6)
+    for i, p in enumerate(wild["processes"]):  # offsets of x1, x1.5, x0.67 between processes
+        p["eager_samples_ms"] = [x * 1.5 ** (i % 3 - (i == 2) * 3) for x in p["eager_samples_ms"]]
+    st = add_stats(wild, {**alike, "d": wild})["stats"]
+    assert st["variance_prior"] is None and st["speedup_df"] == 2
+
+
+def test_history_prior_reads_only_clean_numbers():
+    prior = history_prior([[1.0, 1.1, 0.9], "junk", [1.0], [2.0, -1.0], [1.0, float("nan")],
+                           [True, 1.0], [1.2, 1.3]])
+    assert prior is not None and prior.df == 3
+    assert history_prior([]) is None and history_prior([[1.0, 1.0]]) is None
 
 
 def test_the_t_quantile_and_chi_square_tail_are_scipy_stats_own():

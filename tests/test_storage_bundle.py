@@ -116,15 +116,15 @@ def _as_version_1(bundle: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_version_1_bundles_still_import(target, bundle):
-    assert BUNDLE_VERSION == 2 and READABLE_VERSIONS == (1, 2)
+    assert BUNDLE_VERSION == 3 and READABLE_VERSIONS == (1, 2, 3)
     new_ids = import_bundle(target, json.dumps(_as_version_1(bundle)))
     frames = load_runs(target, new_ids)
     sweep = frames["sweep_points"]
     assert len(sweep) == 4 and sweep["eager_median_ms"].isna().all()
     assert sweep["median_ms"].tolist() == [0.097, 0.121] * 2
-    # Re-exported, they are version 2 bundles whose sweep points say "no paired value".
+    # Re-exported, they are version 3 bundles whose sweep points say "no paired value".
     again = export_bundle(target, new_ids)
-    assert again["version"] == 2
+    assert again["version"] == 3
     assert again["runs"][0]["variants"][1]["sweep"][0]["eager_median_ms"] is None
 
 

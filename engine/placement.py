@@ -1,0 +1,55 @@
+"""Where a measuring process runs on the host's CPUs: every timing window on the same core.
+
+A launch-bound call (BERT-base's eager on a GPU host: hundreds of kernel launches, the GPU idle
+most of the time) takes as long as the host thread that launches it.  Probes on an H100 host
+(scripts/eager_drift_probe.py; docs/measurements/2026-12-06-eager-drift.md) found that eager's per-call median moved by
+up to 80 % from one timing window to the next when the scheduler placed the process freely, and
+by about 7 % when each window ran on one fixed core: placement, not the compiled state of the
+process, was what moved it.  So on a GPU host every measuring process times on one core, the
+same for every process of the run (the last of the CPUs the run may use), and keeps off that
+core while it prepares and compiles, so that no neighbour's compile (or its compile workers,
+which inherit the mask) runs where the timing is.
+
+Not on the CPU device: there the model itself runs on the cores (intra-op threads), and one
+core would measure another program.  ``COMPILELAB_PIN_TIMING=0`` turns it off; a host with
+fewer than ``MIN_CPUS`` usable CPUs is left alone.  No torch import.
+"""
+
+from __future__ import annotations
+
+import os
+
+ENV = "COMPILELAB_PIN_TIMING"
+MIN_CPUS = 4
+
+
+def _allowed() -> set[int]:
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return set()
+
+
+def timing_core(device: str, allowed: set[int] | None = None) -> int | None:
+    """The core every timing window of the run uses, or None where timing is not pinned."""
+    cpus = _allowed() if allowed is None else allowed
+    if (not device.startswith("cuda") or len(cpus) < MIN_CPUS
+            or os.environ.get(ENV, "1").strip().lower() in ("0", "false", "no")):
+        return None
+    return max(cpus)
+
+
+def keep_off(core: int | None) -> None:
+    """While preparing and compiling: every allowed CPU but the timing core."""
+    if core is None:
+        return
+    rest = _allowed() - {core}
+    if rest:
+        os.sched_setaffinity(0, rest)
+
+
+def pin(core: int | None) -> list[int]:
+    """From the timing gate on: the timing core only. Returns the CPUs this process now has."""
+    if core is not None:
+        os.sched_setaffinity(0, {core})
+    return sorted(_allowed())
