@@ -40,7 +40,7 @@ def job_line(job: dict) -> str:
     return "Slurm " + " · ".join(job_parts(job))
 
 
-def _show(run_id: int) -> None:
+def _show(run_id: int, active: bool = False) -> None:
     try:
         job, note = data.slurm_job(run_id)
     except Exception as exc:  # noqa: BLE001 - the progress view above says the rest
@@ -48,14 +48,15 @@ def _show(run_id: int) -> None:
         return
     if job is None:
         return
-    st.caption(":material/dns: " + safe.md(job_line(job), 300))
+    waits = " — this run waits for its Slurm job, not for a worker" if active else ""
+    st.caption(":material/dns: " + safe.md(job_line(job), 300) + waits)
     if note:
         st.caption(safe.md(note, 300))
 
 
 @st.fragment(run_every=5)
 def _live(run_id: int) -> None:
-    _show(run_id)
+    _show(run_id, active=True)
 
 
 def job_panel(run_id: int, status: str | None) -> None:
