@@ -10,6 +10,11 @@ same for every process of the run (the last of the CPUs the run may use), and ke
 core while it prepares and compiles, so that no neighbour's compile (or its compile workers,
 which inherit the mask) runs where the timing is.
 
+The timing process then runs one intra-op thread (the child sets it), as torch itself chooses
+for a process started on one core (``taskset -c N``): with the default pool of one thread per
+core all sharing the one core, BERT-base's eager and compiled calls read 1.7-1.9x slow.  A model
+that does heavy CPU work inside a GPU run's call reads that work single-threaded.
+
 Not on the CPU device: there the model itself runs on the cores (intra-op threads), and one
 core would measure another program.  ``COMPILELAB_PIN_TIMING=0`` turns it off; a host with
 fewer than ``MIN_CPUS`` usable CPUs is left alone.  No torch import.
