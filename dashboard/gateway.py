@@ -260,6 +260,9 @@ def configure_streamlit(allowed_hosts: list[str]) -> None:
 
 if os.environ.get("COMPILELAB_GATEWAY") == "1":  # set by scripts/shared_dashboard.py only
     _configure_log()
+    # nginx keeps the access log, without the upload URLs (they carry Streamlit session ids);
+    # Streamlit re-enables uvicorn's own, which would print them.
+    logging.getLogger("uvicorn.access").addFilter(lambda record: False)
     configure_streamlit(os.environ.get("COMPILELAB_ALLOWED_HOSTS", "").split())
     signin_sessions.enable_gateway()
     app = st.App(str(ROOT / "dashboard" / "app.py"), routes=ROUTES,

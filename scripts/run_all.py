@@ -64,9 +64,18 @@ def _commands(args: argparse.Namespace) -> dict[str, list[str]]:
     return cmds
 
 
+def allowed_hosts(address: str) -> list[str]:
+    """Host names Streamlit's websocket accepts. On loopback, the loopback names only: a web page
+    whose own name resolves to 127.0.0.1 (DNS rebinding) could otherwise drive the dashboard
+    from the user's browser, queue runs included (issue 39). On another address the names
+    users type are unknown here: any (the shared deployment names them)."""
+    return sorted(LOOPBACK) if address.strip().lower() in LOOPBACK else ["*"]
+
+
 def dashboard_command(address: str, port: int, python: str = sys.executable) -> list[str]:
     """``streamlit run dashboard/app.py`` bound to ``address`` with the settings above."""
-    return [python, "-m", "streamlit", "run", "dashboard/app.py", *STREAMLIT_FLAGS,
+    hosts = [flag for host in allowed_hosts(address) for flag in ("--server.allowedHosts", host)]
+    return [python, "-m", "streamlit", "run", "dashboard/app.py", *STREAMLIT_FLAGS, *hosts,
             "--server.port", str(port), "--server.address", address]
 
 
@@ -74,12 +83,13 @@ def exposure_warning(address: str) -> str | None:
     """What to tell a user who binds the dashboard beyond this machine (None on loopback)."""
     if address.strip().lower() in LOOPBACK:
         return None
-    login = ("a password page is on (COMPILELAB_DASHBOARD_PASSWORD)"
-             if os.environ.get("COMPILELAB_DASHBOARD_PASSWORD") else
+    login = ("a password page is on (COMPILELAB_DASHBOARD_PASSWORD), fit for a trusted network "
+             "only" if os.environ.get("COMPILELAB_DASHBOARD_PASSWORD") else
              "it has NO login: anyone who can reach this address can queue runs, edit notes "
-             "and delete runs. Set COMPILELAB_DASHBOARD_PASSWORD (README: Sharing the dashboard)")
+             "and delete runs (COMPILELAB_DASHBOARD_PASSWORD adds a password page)")
     return (f"run_all: WARNING: the dashboard listens on {address}, reachable from other "
-            f"machines; {login}.")
+            f"machines; {login}. For a team, start the shared deployment instead: "
+            "make shared (README: Sharing the dashboard)")
 
 
 def _check_layout(cmds: dict[str, list[str]]) -> str | None:

@@ -30,6 +30,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -124,13 +125,14 @@ def _worker_user() -> str:
     raise Refused("running as root, but neither www-data nor nobody exists for nginx's workers")
 
 
-def nginx_conf(run: Path, listen: str, names: list[str], rate_per_min: int,
+def nginx_conf(state: Path, run: Path, listen: str, names: list[str], rate_per_min: int,
                tls: tuple[str, str] | None, user: str | None) -> str:
     """deploy/nginx.conf.in with its fields filled."""
     tls_lines = (f"ssl_certificate {tls[0]};\n        ssl_certificate_key {tls[1]};\n"
                  "        ssl_protocols TLSv1.2 TLSv1.3;") if tls else ""
     fields = {
         "USER": f"user {user};" if user else "",
+        "LOGS": str(state),
         "RUN": str(run),
         "SOCKET": str(run / "dashboard.sock"),
         "LISTEN": listen + (" ssl" if tls else ""),
@@ -150,21 +152,25 @@ def nginx_conf(run: Path, listen: str, names: list[str], rate_per_min: int,
     return text
 
 
-def prepare(state: Path, conf: str, user: str | None) -> Path:
-    """The state folder (owner only) and its run folder (nginx's workers may enter it when they
-    run as another user); returns the path of the written nginx.conf."""
-    run = state / "run"
-    for folder in (state, run, run / "tmp"):
-        folder.mkdir(parents=True, exist_ok=True)
-    state.chmod(0o711 if user else 0o700)  # traversable for nginx's workers, not listable
-    run.chmod(0o750 if user else 0o700)
+def run_folder(user: str | None) -> Path:
+    """A fresh folder for the dashboard's socket and nginx's buffers, open to nobody but this
+    user and, when nginx's workers run as another user, that user's group. A new temporary
+    folder rather than one in the state folder: every folder above the socket must let the
+    workers through, and the state folder may sit anywhere."""
+    run = Path(tempfile.mkdtemp(prefix="compilelab-shared-"))
+    (run / "tmp").mkdir()
     if user:
         entry = pwd.getpwnam(user)
-        os.chown(run, 0, entry.pw_gid)
+        os.chown(run, os.geteuid(), entry.pw_gid)
+        run.chmod(0o750)
         os.chown(run / "tmp", entry.pw_uid, entry.pw_gid)
-    sock = run / "dashboard.sock"
-    if sock.exists():
-        sock.unlink()
+    return run
+
+
+def write_conf(state: Path, conf: str) -> Path:
+    """The state folder (this user only) with the generated nginx.conf in it."""
+    state.mkdir(parents=True, exist_ok=True)
+    state.chmod(0o700)
     path = state / "nginx.conf"
     path.write_text(conf)
     path.chmod(0o600)
@@ -172,7 +178,7 @@ def prepare(state: Path, conf: str, user: str | None) -> Path:
 
 
 def _wait_ready(procs: dict[str, subprocess.Popen], sock: Path, host: str, port: int,
-                timeout_s: float = 90.0) -> bool:
+                name: str, timeout_s: float = 90.0) -> bool:
     """Until the sign-in page answers through nginx (False if a service died or time ran out)."""
     import http.client
 
@@ -184,7 +190,7 @@ def _wait_ready(procs: dict[str, subprocess.Popen], sock: Path, host: str, port:
         if sock.exists():
             try:
                 conn = http.client.HTTPConnection(target, port, timeout=2)
-                conn.request("GET", "/_compilelab/signin", headers={"Host": "localhost"})
+                conn.request("GET", "/_compilelab/signin", headers={"Host": name})
                 if conn.getresponse().status == 200:
                     return True
             except OSError:
@@ -204,12 +210,21 @@ def serve(args: argparse.Namespace) -> int:
     names = server_names(args.server_name)
     user = _worker_user() if os.geteuid() == 0 else None
     state = Path(args.state_dir).resolve()
-    run = state / "run"
     tls = (str(Path(args.tls_cert).resolve()), str(Path(args.tls_key).resolve())) \
         if args.tls_cert else None
-    conf = prepare(state, nginx_conf(run, f"{host}:{port}" if ":" not in host else
-                                     f"[{host}]:{port}", names, args.signin_per_minute, tls,
-                                     user), user)
+    listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    run = run_folder(user)
+    try:
+        conf = write_conf(state, nginx_conf(state, run, listen, names, args.signin_per_minute,
+                                            tls, user))
+        return _serve(args, env, nginx, conf, state, run, names, tls is not None)
+    finally:
+        shutil.rmtree(run, ignore_errors=True)
+
+
+def _serve(args: argparse.Namespace, env: dict[str, str], nginx: str, conf: Path, state: Path,
+           run: Path, names: list[str], tls: bool) -> int:
+    host, port = parse_listen(args.listen)
     check = subprocess.run([nginx, "-t", "-q", "-p", str(run), "-c", str(conf)],
                            capture_output=True, text=True)
     if check.returncode != 0:
@@ -228,11 +243,11 @@ def serve(args: argparse.Namespace) -> int:
     scheme = "https" if tls else "http"
 
     def ready(procs: dict[str, subprocess.Popen]) -> None:
-        ok = _wait_ready(procs, run / "dashboard.sock", host, port)
+        ok = _wait_ready(procs, run / "dashboard.sock", host, port, names[0])
         print(f"shared_dashboard: {'ready' if ok else 'NOT ready'}: {scheme}://{names[0]}:{port} "
               f"(answers to Host {', '.join(names)}); database {args.db}; sign-ins logged to "
               f"{state / 'signin.log'}; lift a lockout with: python scripts/shared_dashboard.py "
-              "unlock ADDRESS; Ctrl-C stops everything", flush=True)
+              f"--state-dir {state} unlock ADDRESS; Ctrl-C stops everything", flush=True)
         if scheme == "http" and host not in ("127.0.0.1", "localhost", "::1"):
             print("shared_dashboard: WARNING: plain HTTP on the network: passwords and session "
                   "cookies cross it readable; give --tls-cert/--tls-key or put a TLS proxy in "

@@ -37,6 +37,19 @@ def test_launcher_defaults_to_loopback(run_all, monkeypatch):
     assert flags["--client.showErrorDetails"] == "type"
 
 
+def test_loopback_accepts_loopback_host_names_only(run_all):
+    """DNS rebinding (issue 39): a page whose name resolves to 127.0.0.1 reached the websocket
+    of a dashboard without a password and queued a run."""
+    def hosts(address: str) -> list[str]:
+        cmd = run_all.dashboard_command(address, 8501)
+        return [cmd[i + 1] for i, flag in enumerate(cmd) if flag == "--server.allowedHosts"]
+
+    assert sorted(hosts("127.0.0.1")) == ["127.0.0.1", "::1", "localhost"]
+    assert hosts("0.0.0.0") == ["*"]
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert sorted(config["server"]["allowedHosts"]) == sorted(hosts("localhost"))
+
+
 @pytest.mark.parametrize("address", ["127.0.0.1", "localhost", "::1"])
 def test_no_warning_on_loopback(run_all, address):
     assert run_all.exposure_warning(address) is None
@@ -50,6 +63,7 @@ def test_wider_address_warns_that_there_is_no_login(run_all, monkeypatch):
     monkeypatch.setenv("COMPILELAB_DASHBOARD_PASSWORD", "s3cret")
     warning = run_all.exposure_warning("10.0.0.5")
     assert "password page is on" in warning and "s3cret" not in warning
+    assert "make shared" in warning
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="no make")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -118,6 +119,25 @@ def test_no_request_leaves_loopback(dashboard, browser, path):
     assert seen, "the page made no request at all"
     outside = sorted({u for u in seen if _outside(u)})
     assert not outside, f"{url} asked outside hosts: {outside}"
+
+
+def test_a_rebound_host_name_cannot_open_the_websocket(dashboard):
+    """DNS rebinding (issue 39, item 3): attacker.example resolving to 127.0.0.1 opened the
+    dashboard's websocket from the user's browser and, with no password set, queued a run."""
+    from streamlit_client import Client
+
+    base, _ids, _log = dashboard
+    port = base.rsplit(":", 1)[1]
+    upgrade = (f"GET /_stcore/stream HTTP/1.1\r\nHost: attacker.example:{port}\r\n"
+               "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+               "Sec-WebSocket-Protocol: streamlit\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=10) as s:
+        s.sendall(upgrade.encode())
+        assert s.recv(4096).startswith(b"HTTP/1.1 403")
+    client = Client(base)  # the loopback name still works
+    assert "Runs" in Client.text(client.rerun(page="runs"))
+    client.close()
 
 
 # --------------------------------------------------------------------------- shared mode
