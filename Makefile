@@ -28,7 +28,12 @@ PORT ?= $(or $(COMPILELAB_PORT),8501)
 PYTEST_TIMEOUT ?= 300
 PYTEST_ARGS ?=
 
-.PHONY: venv run worker dashboard test test-slow lint format clean-venv
+# The shared deployment (README "Sharing the dashboard"): nginx in front, sign-in first.
+LISTEN ?= 127.0.0.1:8443
+SERVER_NAME ?=
+SHARED_ARGS ?=
+
+.PHONY: venv run worker dashboard shared test test-slow lint format clean-venv
 
 venv: $(STAMP)
 
@@ -60,6 +65,12 @@ worker: venv
 # Streamlit settings (no usage stats, no Deploy button).
 dashboard: venv
 	"$(PY)" scripts/run_all.py --no-worker --address "$(ADDRESS)" --port "$(PORT)"
+
+# One dashboard for a team: nginx (Debian package) in front of the dashboard and a worker;
+# needs COMPILELAB_DASHBOARD_PASSWORD (12+ characters). scripts/shared_dashboard.py --help.
+shared: venv
+	"$(PY)" scripts/shared_dashboard.py serve --listen "$(LISTEN)" \
+		$(foreach name,$(SERVER_NAME),--server-name "$(name)") $(SHARED_ARGS)
 
 # The fast tier (under 10 minutes on 2 cores). Real compiles, browser walks and database
 # faults carry the `slow` marker: `make test-slow` runs them, and .ci/run runs both tiers.
