@@ -178,9 +178,10 @@ def write_conf(state: Path, conf: str) -> Path:
 
 
 def _wait_ready(procs: dict[str, subprocess.Popen], sock: Path, host: str, port: int,
-                name: str, timeout_s: float = 90.0) -> bool:
+                name: str, tls: bool, timeout_s: float = 90.0) -> bool:
     """Until the sign-in page answers through nginx (False if a service died or time ran out)."""
     import http.client
+    import ssl
 
     deadline = time.monotonic() + timeout_s
     target = "127.0.0.1" if host in ("0.0.0.0", "") else host  # noqa: S104
@@ -189,7 +190,10 @@ def _wait_ready(procs: dict[str, subprocess.Popen], sock: Path, host: str, port:
             return False
         if sock.exists():
             try:
-                conn = http.client.HTTPConnection(target, port, timeout=2)
+                # Our own listener on this machine: its certificate names the public host.
+                conn = http.client.HTTPSConnection(
+                    target, port, timeout=2, context=ssl._create_unverified_context()  # noqa: S323
+                ) if tls else http.client.HTTPConnection(target, port, timeout=2)
                 conn.request("GET", "/_compilelab/signin", headers={"Host": name})
                 if conn.getresponse().status == 200:
                     return True
@@ -243,7 +247,7 @@ def _serve(args: argparse.Namespace, env: dict[str, str], nginx: str, conf: Path
     scheme = "https" if tls else "http"
 
     def ready(procs: dict[str, subprocess.Popen]) -> None:
-        ok = _wait_ready(procs, run / "dashboard.sock", host, port, names[0])
+        ok = _wait_ready(procs, run / "dashboard.sock", host, port, names[0], tls)
         print(f"shared_dashboard: {'ready' if ok else 'NOT ready'}: {scheme}://{names[0]}:{port} "
               f"(answers to Host {', '.join(names)}); database {args.db}; sign-ins logged to "
               f"{state / 'signin.log'}; lift a lockout with: python scripts/shared_dashboard.py "
