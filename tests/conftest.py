@@ -59,6 +59,7 @@ def app_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from storage import open_database
 
     monkeypatch.setenv("COMPILELAB_DB", f"sqlite:///{tmp_path / 'lab.db'}")
+    monkeypatch.setenv("COMPILELAB_STATE_DIR", str(tmp_path / "state"))  # sign-in lockouts
     for name in ("COMPILELAB_PLUGIN_DIR", auth.PASSWORD_ENV, auth.READONLY_PASSWORD_ENV,
                  auth.ROLE_ENV):
         monkeypatch.delenv(name, raising=False)

@@ -47,7 +47,8 @@ def _launch(tmp_path_factory, **extra_env: str):
     port = _free_port()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("COMPILELAB_DASHBOARD_") and k != "COMPILELAB_ADDRESS"}
-    env.update(COMPILELAB_DB=url, PYTHONPATH=str(ROOT), **extra_env)
+    env.update(COMPILELAB_DB=url, PYTHONPATH=str(ROOT), COMPILELAB_STATE_DIR=str(tmp / "state"),
+               **extra_env)
     log = tmp / "launcher.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
