@@ -64,3 +64,47 @@ def notice(runs: pd.DataFrame) -> str | None:
         return None
     return ("These runs were measured on different machines or software, so their figures are "
             "not directly comparable — " + "; ".join(diffs) + ".")
+
+
+PROBE_DIFFERENCE = 0.10  # host probes more than 10 % apart: the hosts launch work at other speeds
+PROBE_FIGURES = (("launch_us", "a kernel launch"), ("module_call_us", "a module call"))
+
+
+def host_probes(variants: pd.DataFrame) -> dict[int, dict[str, float]]:
+    """Per run, each host-probe figure (engine/host_probe.py) as the median over its variants'
+    (each already the median over that variant's processes); runs without one are left out."""
+    out: dict[int, dict[str, float]] = {}
+    if variants is None or variants.empty or "host_probe" not in variants.columns:
+        return out
+    for run_id, group in variants.groupby("run_id"):
+        probes = [p for p in group["host_probe"] if isinstance(p, dict)]
+        figures = {}
+        for key, _ in PROBE_FIGURES:
+            values = sorted(float(p[key]) for p in probes
+                            if isinstance(p.get(key), (int, float)) and p[key] > 0)
+            if values:
+                figures[key] = values[len(values) // 2]
+        if figures:
+            out[int(run_id)] = figures
+    return out
+
+
+def probe_notice(variants: pd.DataFrame) -> str | None:
+    """One sentence when the runs' hosts differ by more than 10 % in a host-probe figure: a
+    launch-bound speedup can differ between them for that reason alone (DESIGN §7)."""
+    probes = host_probes(variants)
+    said = []
+    for key, what in PROBE_FIGURES:
+        have = {rid: f[key] for rid, f in probes.items() if key in f}
+        if len(have) < 2:
+            continue
+        fast, slow = min(have, key=have.get), max(have, key=have.get)
+        if have[slow] > (1 + PROBE_DIFFERENCE) * have[fast]:
+            said.append(f"{what} cost {have[fast]:.2f} µs on #{fast}'s host and "
+                        f"{have[slow]:.2f} µs on #{slow}'s ({have[slow] / have[fast] - 1:.0%} "
+                        "more)")
+    if not said:
+        return None
+    return ("The hosts of these runs launch work at different speeds — " + "; ".join(said)
+            + ". A launch-bound eager (and so its speedup) can differ between them for that "
+            "reason alone.")

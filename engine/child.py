@@ -222,7 +222,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
         with torch.no_grad() if train is None else contextlib.nullcontext():
             eager = train.eager_step if train else lambda: model(*inputs)  # noqa: E731
             with clock.phase("eager reference"):
-                ref_ms = timer.wall_ms(eager)  # eager call 1: CUDA/cuBLAS init
+                timer.wall_ms(eager)  # eager call 1: CUDA/cuBLAS start-up (its phase says how long)
                 ref = None if train else _clone(model(*inputs))
                 timer.sync()
             res["setup_s"] = time.perf_counter() - _T0
@@ -279,7 +279,10 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
             n_warm = max(int(run.get("warmup_calls", 10)), 3)
             if device.startswith("cuda"):
                 torch.cuda.reset_peak_memory_stats()
-            warm: list[float] = [ref_ms] if is_eager else []
+            # Call 1 of every curve follows the eager reference call, which paid the device's
+            # start-up (CUDA context, cuBLAS handles): eager's call 1 is then its first call as
+            # break-even counts it, one figure on every surface.
+            warm: list[float] = []
             if not is_eager:  # call 1: the cold compile, side by side with other compiles
                 _gate(clock, "compile", progress, 0.05)
                 stage = "compiling"

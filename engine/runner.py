@@ -236,10 +236,9 @@ def run_variants(
     def finish_eager(child: dict[str, Any]) -> None:
         _first_process(child)
         if child.get("status") == "ok":
-            # Call 2 of the eager child: like the compiled first call (which follows the
-            # eager reference), it comes after CUDA/cuBLAS start-up, which both would pay.
-            curve = child.get("warmup_ms") or []
-            eager_first["ms"] = curve[1] if len(curve) > 1 else (curve or [None])[0]
+            # Call 1 of eager's curve: like the compiled first call, it follows the eager
+            # reference call that paid the CUDA/cuBLAS start-up (engine/child.py).
+            eager_first["ms"] = (child.get("warmup_ms") or [None])[0]
             child["stop_reason"] = "one process asked"
         for other in results.values():  # a compiled process that counted before eager ended
             if roofline.fill_deferred(child, other, spec.get("device", "cpu")):

@@ -132,6 +132,26 @@ def compile_host_caution(row: Row) -> str | None:
         + ". Its compile time and break-even may read high; compare them on a quiet host.")
 
 
+HOST_SPEED_RATIO = 1.3  # host probe's slowest process over its fastest: the host's speed moved
+
+
+def host_speed_caution(rows: Iterable[Row]) -> str | None:
+    """One caution when the host's own speed moved between the run's measuring processes: the
+    host probe (engine/host_probe.py) read a Python-level module call at different costs."""
+    calls = [float(p["host_probe"]["module_call_us"]) for r in rows
+             for p in (r.get("processes") if isinstance(r.get("processes"), list) else [])
+             if isinstance(p, Mapping) and isinstance(p.get("host_probe"), Mapping)
+             and fmt.is_num(p["host_probe"].get("module_call_us"))
+             and float(p["host_probe"]["module_call_us"]) > 0]
+    if len(calls) < 2 or max(calls) < HOST_SPEED_RATIO * min(calls):
+        return None
+    return (f"the host's own speed changed during the run: one Python-level module call cost "
+            f"{min(calls):.2f}-{max(calls):.2f} µs across its measuring processes "
+            "(engine/host_probe.py). A launch-bound call follows the host, so its figures move "
+            "with it; the intervals hold that spread, and a run on a steadier host (or "
+            "another time) can read differently.")
+
+
 def disagreement_cause(row: Row) -> str:
     """The likeliest reason a variant's processes disagree, from what was measured."""
     busy = _v(row, "host_other_busy_cores")
@@ -161,6 +181,9 @@ def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
     busy = busy_host_warning(ok)
     if busy:
         out.append(busy)
+    speed = host_speed_caution(ok)
+    if speed:
+        out.append(speed[0].upper() + speed[1:])
     for r in compiled:
         host = compile_host_caution(r)
         if host:

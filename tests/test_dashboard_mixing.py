@@ -35,3 +35,25 @@ def test_unrecorded_aspects_are_not_a_difference():
     assert differences(runs) == []
     assert differences(_runs({}, {"gpu": "NVIDIA H100"})) == [
         "GPU: NVIDIA H200 (#1) vs NVIDIA H100 (#2)"]
+
+
+def _probe_variants(probes: dict[int, list[dict]]) -> pd.DataFrame:
+    return pd.DataFrame([{"run_id": rid, "variant": f"v{i}", "host_probe": p}
+                         for rid, ps in probes.items() for i, p in enumerate(ps)])
+
+
+def test_probe_notice_names_hosts_that_launch_at_different_speeds():
+    from dashboard.mixing import probe_notice
+
+    same = _probe_variants({1: [{"launch_us": 7.0, "module_call_us": 0.8}],
+                            2: [{"launch_us": 7.5, "module_call_us": 0.85}]})
+    assert probe_notice(same) is None  # within 10 %
+    apart = _probe_variants({1: [{"launch_us": 7.0, "module_call_us": 0.8},
+                                 {"launch_us": 7.2, "module_call_us": 0.9}],
+                             2: [{"launch_us": 10.0, "module_call_us": 1.7}], 3: [None]})
+    text = probe_notice(apart)
+    assert text and "#1" in text and "#2" in text and "#3" not in text
+    assert "kernel launch" in text and "module call" in text
+    # hostile rows: strings, negatives, not a dict
+    odd = _probe_variants({1: [{"launch_us": "fast"}], 2: ["x"], 3: [{"launch_us": -1.0}]})
+    assert probe_notice(odd) is None

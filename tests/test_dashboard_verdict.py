@@ -208,3 +208,17 @@ def test_throughput_needs_its_interval_to_clear_one():
     old = {k: x for k, x in ro.items() if not k.startswith("pipelined_")} | {
         "pipelined_median_ms": 3.12}
     assert "no interval stored" in decide([eager, old]).throughput
+
+
+def test_a_host_whose_speed_moved_between_processes_is_named():
+    from engine.verdict import host_speed_caution
+
+    def row(calls):
+        return {"variant": "default", "status": "ok",
+                "processes": [{"host_probe": {"module_call_us": c, "launch_us": 7.0}}
+                              for c in calls]}
+
+    assert host_speed_caution([row([0.8, 0.85, 0.9])]) is None
+    said = host_speed_caution([row([0.8, 1.9]), row([0.82])])
+    assert said and "0.80-1.90 µs" in said
+    assert host_speed_caution([row(["x", None, -1])]) is None

@@ -62,6 +62,9 @@ verdicts = []
 mixed = mixing.notice(runs)
 if mixed:
     st.warning(safe.md(mixed, 1500), icon=":material/compare_arrows:")
+probes = mixing.probe_notice(variants)
+if probes:
+    st.warning(safe.md(probes, 1500), icon=":material/speed:")
 
 # ---------------------------------------------------------------- per-run summary and verdict
 st.header("Verdict", anchor="verdict")

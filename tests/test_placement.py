@@ -1,0 +1,49 @@
+"""Where a measuring process times (engine/placement.py) and the host probe (engine/host_probe)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from engine import host_probe, placement
+
+
+def test_timing_core_only_on_gpu_hosts_with_enough_cpus(monkeypatch):
+    monkeypatch.delenv(placement.ENV, raising=False)
+    assert placement.timing_core("cuda", {0, 1, 2, 3}) == 3
+    assert placement.timing_core("cuda:1", set(range(16))) == 15
+    assert placement.timing_core("cpu", set(range(16))) is None  # the model runs on the cores
+    assert placement.timing_core("cuda", {0, 1}) is None  # too few to keep one apart
+    monkeypatch.setenv(placement.ENV, "0")
+    assert placement.timing_core("cuda", set(range(16))) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux only")
+def test_keep_off_and_pin_in_a_child_process():
+    import multiprocessing as mp
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU")
+
+    def child(q):
+        core = max(os.sched_getaffinity(0))
+        placement.keep_off(core)
+        off = sorted(os.sched_getaffinity(0))
+        q.put((core, off, placement.pin(core)))
+
+    q = mp.get_context("fork").Queue()
+    p = mp.get_context("fork").Process(target=child, args=(q,))
+    p.start()
+    core, off, pinned = q.get(timeout=30)
+    p.join(30)
+    assert core not in off and set(off) == set(cpus) - {core}
+    assert pinned == [core]
+    assert placement.pin(None) == sorted(os.sched_getaffinity(0))  # None leaves it alone
+
+
+def test_host_probe_measures_positive_microseconds_on_the_cpu():
+    got = host_probe.measure("cpu")
+    assert set(got) == {"launch_us", "module_call_us"}
+    assert all(0 < v < 10_000 for v in got.values())
