@@ -99,10 +99,17 @@ def execute_run(
         if line and logged.get(str(result.get("variant"))) != key:
             logged[str(result.get("variant"))] = key
             log(f"run {run_id}: {line}")
+        latest[str(result.get("variant"))] = {**result, **s}
+        said = verdict_line(latest.values())
+        if said and said != logged_verdict.get("text"):
+            logged_verdict["text"] = said
+            log(f"run {run_id}: {said}")
 
     # what the log last said of each variant: the runner re-sends every variant after each
     # process (the run's eager moves), and a line is worth a new process or the final figure
     logged: dict[str, tuple[Any, ...]] = {}
+    latest: dict[str, dict[str, Any]] = {}  # each variant's row as it stands, for the verdict
+    logged_verdict: dict[str, str] = {}
 
     def store(result: dict[str, Any]) -> None:
         if not state["cancel"]:
@@ -217,3 +224,18 @@ def _variance_priors(db: Any, spec: dict[str, Any], env: dict[str, Any], log: Lo
         return None
     priors = {v: p for v, runs in found.items() if (p := history_prior(runs)) is not None}
     return priors or None
+
+
+def verdict_line(rows: Any) -> str | None:
+    """The latency verdict as the rows stand, marked provisional while any figure may move: a
+    user sees an answer as soon as eager and one compiled process are in (engine/verdict.py),
+    and sees it become final. None before there is anything to compare."""
+    from engine.verdict import decide
+
+    rows = list(rows)
+    if not any(r.get("variant") != "eager" and r.get("speedup") is not None for r in rows) \
+            or not any(r.get("variant") == "eager" for r in rows):
+        return None
+    verdict = decide(rows)
+    state = "provisional verdict" if verdict.provisional else "verdict (final)"
+    return f"{state}: {verdict.latency}"

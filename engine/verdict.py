@@ -355,16 +355,26 @@ def _latency(candidates: list[Row]) -> tuple[str, str]:
             str(best["variant"]))
 
 
+PRACTICAL_MORE = 16  # more processes than this is no advice: the host, not the count, is wrong
+
+
 def undecided(r: Row) -> str:
     """For an interval that includes 1.0: the largest difference it leaves open, and about what
     would narrow it to the spec's default target (more processes, seconds)."""
     lo, hi = _v(r, "speedup_ci_low"), _v(r, "speedup_ci_high")
-    if lo is None or hi is None:
+    if lo is None or hi is None or lo <= 0:
         return ""
     open_by = max(1.0 / lo - 1.0, hi - 1.0)
+    if open_by >= 1.0:
+        return (" The interval is too wide to say anything: its processes disagree far beyond "
+                "their own noise; re-run on a quiet host.")
     text = f" No difference larger than ±{open_by:.0%} was measurable."
     k = _v(r, "n_processes")
     more = stats.processes_to_target(stats.rel_halfwidth(lo, hi), int(k or 0), TARGET)
+    if more and more > PRACTICAL_MORE:
+        return text + (f" Narrowing it to ±{TARGET:.0%} would take more than {PRACTICAL_MORE} "
+                       "more processes: the processes disagree too much; re-run on a quiet "
+                       "host.")
     if more:
         spent = r.get("time_s") if isinstance(r.get("time_s"), Mapping) else {}
         per = sum(v for v in spent.values() if fmt.is_num(v)) / k if k else 0.0

@@ -222,3 +222,19 @@ def test_a_host_whose_speed_moved_between_processes_is_named():
     said = host_speed_caution([row([0.8, 1.9]), row([0.82])])
     assert said and "0.80-1.90 µs" in said
     assert host_speed_caution([row(["x", None, -1])]) is None
+
+
+def test_an_undecided_latency_says_what_is_open_and_what_would_close_it():
+    from engine.verdict import undecided
+
+    row = {"speedup_ci_low": 0.95, "speedup_ci_high": 1.08, "n_processes": 4,
+           "time_s": {"compile": 20.0, "measure": 4.0}}
+    text = undecided(row)
+    assert "No difference larger than ±8% was measurable" in text
+    # half-width sqrt(1.08/0.95) - 1 = 6.6 %: 4 x (ln 1.066 / ln 1.05)^2 = 6.9, so 3 more at 6 s each
+    assert "About 3 more measuring processes (about 18 s)" in text
+    wide = undecided({"speedup_ci_low": 0.7, "speedup_ci_high": 1.4, "n_processes": 3})
+    assert "more than 16 more processes" in wide
+    assert "too wide to say anything" in undecided({"speedup_ci_low": 0.01,
+                                                    "speedup_ci_high": 90, "n_processes": 2})
+    assert undecided({"speedup_ci_low": None}) == ""

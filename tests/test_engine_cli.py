@@ -215,3 +215,19 @@ def test_a_closed_pipe_ends_the_cli_quietly():
         os.close(write)
     assert "Traceback" not in p.stderr and "BrokenPipeError" not in p.stderr, p.stderr
     assert p.returncode == 141
+
+
+def test_the_cli_says_a_provisional_verdict_then_the_final_one():
+    """engine/execute.py's verdict line: provisional while a figure may move, final after."""
+    from engine.execute import verdict_line
+
+    eager = {"variant": "eager", "status": "ok", "median_ms": 2.0, "eager_median_ms": 2.0,
+             "speedup": 1.0, "provisional": True}
+    compiled = {"variant": "default", "status": "ok", "median_ms": 1.0, "eager_median_ms": 2.0,
+                "speedup": 2.0, "speedup_ci_low": 1.9, "speedup_ci_high": 2.1,
+                "n_processes": 1, "provisional": True}
+    assert verdict_line([eager]) is None  # nothing to compare yet
+    first = verdict_line([eager, compiled])
+    assert first.startswith("provisional verdict: Ship default")
+    done = verdict_line([{**eager, "provisional": False}, {**compiled, "provisional": False}])
+    assert done.startswith("verdict (final): Ship default")
