@@ -72,11 +72,11 @@ def latency_distribution(samples: pd.DataFrame, log_y: bool = False) -> go.Figur
 
 
 SPEEDUP_TITLE = "Speedup over eager per variant (×, 95% CI)"
-SPEEDUP_SUB = "paired eager ÷ variant per call · CI over processes · ○ one process"
+SPEEDUP_SUB = "run's eager ÷ variant per call (paired rounds) · CI over processes · ○ one process"
 
 
 def speedup(variants: pd.DataFrame) -> go.Figure:
-    """Speedup (eager median ÷ variant median, paired rounds) with bootstrap-CI error bars.
+    """Speedup (eager median ÷ variant median, paired rounds) with its 95 % interval as error bars.
 
     Green bars are faster than eager, red bars slower; the dashed line is eager (1.0×).
     """

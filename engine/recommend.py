@@ -13,16 +13,14 @@ A process that serves ``N`` calls pays, per config ``i``::
 (``first_call_cold_s``: compile + one call) or, with ``warm_cache``, its warm-cache first call
 (``first_call_warm_s``); for eager its first call after CUDA start-up (the stats block's
 ``eager_first_call_ms``, which break-even uses too; both sides pay CUDA start-up, so it is left
-out of both).  ``per_call_i`` is the paired eager per-call time divided by the variant's paired
+out of both).  ``per_call_i`` is the run's eager per-call time divided by the variant's paired
 speedup (``speedup``: eager and the variant timed in alternating rounds of the same processes),
-the statistic the one verdict (engine/verdict.py) rests on; eager's own ``per_call`` is that
-paired eager time.  The paired eager time is ``eager_median_ms`` of the compiled variants
-(geometric mean over them when there are several; the eager process's own median only when no
-compiled variant has one).  Why not each variant's own median, or the eager process's: processes
-on one host run the same code at different speeds (a launch-bound eager on the H200 read 40.9 ms
-in its own process and 34.7 ms beside reduce-overhead), and comparing medians across processes
-charges that to compiling or to eager.  With one compiled variant this gives exactly the
-verdict's break-even (``engine.stats`` computes it from the same two figures).  A variant
+the statistic the one verdict (engine/verdict.py) rests on; eager's own ``per_call`` is the
+run's eager.  That eager is ``eager_median_ms``, one figure for the whole run
+(engine/variant_stats.py: the geometric mean over every measuring process's eager), so it is
+the figure every other surface shows too; for results stored before it was one figure, the
+geometric mean of the compiled variants' ``eager_median_ms``.  With one compiled variant this
+gives exactly the verdict's break-even (``engine.stats`` computes it from the same two figures).  A variant
 without a speedup keeps its own median.
 
 Candidates are eager and the compiled variants that finished and pass the one accuracy judgement
