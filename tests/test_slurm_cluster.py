@@ -4,7 +4,8 @@ submitted with ``python -m engine run --slurm`` and followed in the database thr
 (which reconciles): a run that finishes, a pending one whose reason shows, cancels from Compile
 Lab (pending and running), a job cancelled from outside (``scancel --signal=KILL``), a worker
 killed on the node, a time limit (a hanging user model, a one-minute limit), a partition that
-does not exist, a job that cannot reach the database, and a job Slurm requeues.
+does not exist, a job that cannot reach the database, a job Slurm requeues (as a preemption
+with requeue does), and a node failure (the node set DOWN under its job).
 
 Without a Slurm these tests are skipped, unless ``COMPILELAB_TEST_SLURM=1`` (set by .ci/run)
 says one must be there. Every process of a job carries a marker in its environment (exported
@@ -227,7 +228,29 @@ def test_a_job_that_cannot_reach_the_database_fails_its_run_saying_so(cluster):
 def test_a_job_slurm_requeues_starts_again_and_finishes_the_run(cluster):
     rid = cluster.submit(*QUICK)
     cluster.running(rid)
-    subprocess.run(["scontrol", "requeue", str(cluster.jobs[0])], check=True, timeout=30)
+    job = str(cluster.jobs[0])
+    subprocess.run(["scontrol", "requeue", job], check=True, timeout=30)  # as a preemption does
+    waiting = cluster.wait(rid, lambda r: r["status"] == "queued", "to be queued again", 60)
+    assert waiting["slurm"]["state"] == "PENDING" and waiting["slurm"]["restarts"] == 1
+    # Slurm holds a requeued job back two minutes (BeginTime); let it start now.
+    subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], check=True, timeout=30)
     run = cluster.wait_final(rid, timeout=300)
     assert run["status"] == "done", run["error"]
     assert run["slurm"]["restarts"] >= 1 and run["slurm"]["state"] == "COMPLETED"
+
+
+def test_a_node_failure_fails_the_run_saying_so(cluster):
+    node = socket.gethostname().split(".")[0]
+    rid = cluster.submit(*HANGING, COMPILELAB_SLURM_REQUEUE="0")  # requeue would hide it
+    cluster.running(rid)
+    try:
+        subprocess.run(["scontrol", "update", f"nodename={node}", "state=down",
+                        "reason=compilelab node failure test"], check=True, timeout=30)
+        run = cluster.wait_final(rid, timeout=120)
+    finally:  # the node comes back for the next test (ReturnToService may have done it)
+        subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"],
+                       capture_output=True, timeout=30, check=False)
+        wait_for("the node to be idle again", lambda: _slurm_idle() is None, 60, every=1)
+    assert run["status"] == "failed"
+    assert run["error"] == f"node failure: {node} failed while it ran Slurm job {cluster.jobs[0]}"
+    assert run["slurm"]["state"] == "NODE_FAIL"
