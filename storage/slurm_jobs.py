@@ -12,6 +12,7 @@ next start can claim it again.
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -36,6 +37,19 @@ def _text(key: str, value: Any) -> str | None:
 
 def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
+
+
+def url_for_a_job(db: Database) -> str:
+    """This database's URL as a batch job elsewhere opens it: with its password (the caller
+    passes it in the job's environment, never on a command line), a relative SQLite path made
+    absolute (the job starts in another folder). ValueError for an in-memory database."""
+    url = db.engine.url
+    if url.get_backend_name() == "sqlite":
+        if not url.database or url.database == ":memory:" or "mode=memory" in str(url):
+            raise ValueError("a Slurm job cannot reach an in-memory database: use a file on a "
+                             "shared filesystem or PostgreSQL")
+        url = url.set(database=str(Path(url.database).expanduser().resolve()))
+    return url.render_as_string(hide_password=False)
 
 
 def record_submission(db: Database, run_id: int, job_id: int, *, partition: str | None,

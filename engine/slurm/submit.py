@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from engine.slurm.commands import Slurm, SlurmError, SlurmUnavailable, SubmissionRefused
@@ -43,17 +42,16 @@ class Refused(SlurmError):
 
 
 def job_database_url(db: Any, settings: SlurmSettings) -> str:
-    """The URL the job opens: the ``job_db`` setting, else this database's own URL (a relative
-    SQLite path made absolute: the job starts in the checkout, not here)."""
+    """The URL the job opens: the ``job_db`` setting, else this database's own
+    (``storage.slurm_jobs.url_for_a_job``)."""
+    from storage.slurm_jobs import url_for_a_job
+
     if settings.job_db:
         return settings.job_db
-    url = db.engine.url
-    if url.get_backend_name() == "sqlite":
-        if not url.database or url.database == ":memory:" or "mode=memory" in str(url):
-            raise SettingsError("a Slurm job cannot reach an in-memory database: use a file "
-                                "on a shared filesystem or PostgreSQL")
-        url = url.set(database=str(Path(url.database).expanduser().resolve()))
-    return url.render_as_string(hide_password=False)
+    try:
+        return url_for_a_job(db)
+    except ValueError as e:
+        raise SettingsError(str(e)) from None
 
 
 def _prepare(spec: Mapping[str, Any], settings: SlurmSettings, slurm: Slurm) -> None:
