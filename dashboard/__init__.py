@@ -7,7 +7,7 @@ Layout:
 - ``verdict.py``  plain-language "what to ship" text from a run's variants.
 - ``report.py``   self-contained HTML report of a comparison.
 - ``spec.py``     the new-run form's validation: raw inputs -> RunSpec dict or field errors.
-- ``catalogue.py`` adapter over ``engine.catalogue`` (the only place that knows its shape).
+- ``catalogue.py`` adapter over ``engine.models.catalogue`` (the only place that knows its shape).
 - ``data.py``     the only module that calls storage/ (cached for Streamlit).
 - ``widgets.py`` Streamlit pieces shared by pages (progress view, empty states, sharing).
 - ``run_actions.py`` controls that change or carry runs (notes, bundles, delete).

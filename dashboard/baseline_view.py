@@ -1,8 +1,8 @@
 """The run page's "Against its baseline" section (the page calls ``render``).
 
 The baseline of the run's config is the pinned run, or the latest run of the pinned tag
-(``storage.selection.baseline_for``); the comparison is ``engine.gate.gate`` on that one pair
-(engine/review.py), so the verdicts here are the CI gate's.  Order: environment differences
+(``storage.selection.baseline_for``); the comparison is ``engine.analysis.gate.gate`` on that one pair
+(engine/analysis/review.py), so the verdicts here are the CI gate's.  Order: environment differences
 first (a changed GPU, driver, torch or commit is usually the cause), the verdict, the speedup
 chart, then every figure per variant.  A button pins this run as its config's baseline
 (through storage/, editors only).
@@ -13,7 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import auth, charts_review, data_review, review_tables, safe, widgets
-from engine.review import BaselineCheck, verdict_label
+from engine.analysis.review import BaselineCheck, verdict_label
 
 HOW_TO_PIN = ("Pin one with the button below, or from a shell: `python -m engine baseline pin "
               "RUN` (this run's config), `python -m engine baseline pin --tag TAG` (the latest "

@@ -1,6 +1,6 @@
-"""Adapter over ``engine.catalogue``: the one place that knows the catalogue's shape.
+"""Adapter over ``engine.models.catalogue``: the one place that knows the catalogue's shape.
 
-The engine exposes ``engine.catalogue.list_models() -> list[ModelInfo]`` where ``ModelInfo`` has
+The engine exposes ``engine.models.catalogue.list_models() -> list[ModelInfo]`` where ``ModelInfo`` has
 ``name, description, dims: list[Dim(name, default, min, max, help)], dtypes: list[str]``.
 ``to_model_choice`` accepts objects (dataclasses, namedtuples) or plain dicts and tolerates
 missing optional fields, so a change on the engine side is fixed here and nowhere else.
@@ -109,11 +109,11 @@ def _as_dict(d: Any) -> dict:
 
 
 def load_catalogue() -> list[ModelChoice]:
-    """Import ``engine.catalogue`` and adapt its models (raises if the engine is unavailable).
+    """Import ``engine.models.catalogue`` and adapt its models (raises if the engine is unavailable).
 
-    ``engine.catalogue`` may import torch; callers cache the result (st.cache_resource).
+    ``engine.models.catalogue`` may import torch; callers cache the result (st.cache_resource).
     """
-    module = importlib.import_module("engine.catalogue")
+    module = importlib.import_module("engine.models.catalogue")
     models = module.list_models()
     return [to_model_choice(m) for m in models]
 
@@ -144,7 +144,7 @@ def catalogue_rows(models: list[ModelChoice]) -> list[dict[str, str]]:
 def load_registries() -> list[dict[str, Any]]:
     """The registries (timm:NAME, torchvision:NAME, hf:ARCH) as table rows, with whether each
     library is installed here and what to install when not. Imports no library."""
-    module = importlib.import_module("engine.registries")
+    module = importlib.import_module("engine.models.registries")
     return [{"registry": f"{r['prefix']}:{r['arg']}",
              "installed": "yes" if r["available"] else f"no: pip install {r['package']}",
              "what": r["what"], "example": r["example"],
@@ -155,7 +155,7 @@ def load_registries() -> list[dict[str, Any]]:
 def search_registries(text: str, limit: int = 100) -> list[str]:
     """Registry model names matching ``text`` (imports the registries' libraries and torch:
     callers cache it)."""
-    return list(importlib.import_module("engine.registries").search(text, limit))
+    return list(importlib.import_module("engine.models.registries").search(text, limit))
 
 
 class NotFromTheBrowser(ValueError):
@@ -163,13 +163,13 @@ class NotFromTheBrowser(ValueError):
 
 
 def load_model(name: str) -> ModelChoice:
-    """One registry model by name (``engine.catalogue.get_model``; its ``CatalogueError`` says
+    """One registry model by name (``engine.models.catalogue.get_model``; its ``CatalogueError`` says
     what is wrong, e.g. the package to install). The name comes from the URL (``?model=``):
     anything but a registry name is refused before the engine sees it, because the engine
     resolves ``/path/file.py:factory`` on disk (an editor could learn which files exist) and
     ``pkg.mod:factory`` by finding the module; those are for the CLI and the worker's operator."""
-    if not importlib.import_module("engine.registries").is_registry_name(name):
+    if not importlib.import_module("engine.models.registries").is_registry_name(name):
         raise NotFromTheBrowser(
             "not a catalogue, plugin or registry model (timm:NAME, torchvision:NAME, hf:ARCH); "
             "file and module references are for the command line (python -m engine run)")
-    return to_model_choice(importlib.import_module("engine.catalogue").get_model(name))
+    return to_model_choice(importlib.import_module("engine.models.catalogue").get_model(name))

@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 from dashboard import safe
 from dashboard.charts_base import _labels, _layout, _ok, empty_figure
 from engine import known_errors
-from engine.forensics_report import SHOWN, STRATEGIES, phase_segments
+from engine.analysis.forensics_report import SHOWN, STRATEGIES, phase_segments
 
 PHASE_COLOURS = {"dynamo (trace, guards)": "#4c78a8", "AOTAutograd": "#72b7b2",
                  "inductor (lowering)": "#f58518", "codegen + Triton": "#e45756",

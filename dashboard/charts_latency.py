@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from contract import fmt
 from dashboard import downsample
 from dashboard.charts_base import (
     FASTER,
@@ -23,7 +24,6 @@ from dashboard.charts_base import (
     _variant_sort_key,
     empty_figure,
 )
-from engine import fmt
 
 LATENCY_TITLE = "Steady-state latency per variant (ms per call)"
 LATENCY_SUB = ("per call: each call synchronised · pipelined: K back-to-back calls, one "

@@ -1,6 +1,6 @@
 """The Pareto view of a configuration grid (engine/grid.py): per-call time against cold compile
 time and against peak memory, one point per variant, the non-dominated configs
-(``engine.pareto``) ringed and joined by a step line, hover showing each config's settings
+(``engine.analysis.pareto``) ringed and joined by a step line, hover showing each config's settings
 (``engine.grid.settings``: mode, dynamic, fullgraph, inductor options).  Pure functions of
 storage's ``variants`` DataFrame.  Like the other charts, variant names arrive already escaped
 (the page passes its frames through ``safe.plotly_names``): they are not escaped twice."""
@@ -10,9 +10,11 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from contract import fmt
 from dashboard.charts_base import _labels, _layout, _ok, empty_figure, variant_colour
 from dashboard.verdict import records
-from engine import fmt, grid, pareto
+from engine import grid
+from engine.analysis import pareto
 
 TITLES = {"first_call_cold_s": "Per-call time vs cold compile time",
           "peak_memory": "Per-call time vs peak memory"}

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from contract import fmt
 from dashboard.charts_base import _col, _labels, _layout, _ok, empty_figure, variant_colour
-from engine import fmt
 
 MiB = 2**20
 

@@ -1,5 +1,5 @@
 """Figures of the Review page and of a run's baseline section: pure Plotly functions of
-engine/review.py's dataclasses (no Streamlit, no database).
+engine/analysis/review.py's dataclasses (no Streamlit, no database).
 
 * ``trend_figure``: one config's speedup per variant over time (x: when the run was created,
   UTC), each point with its 95 % interval; a red ▼ where the gate found a regression against
@@ -21,8 +21,8 @@ import plotly.graph_objects as go
 
 from dashboard import safe
 from dashboard.charts_base import EAGER, FASTER, SLOWER, _layout, empty_figure, variant_colour
-from engine.gate import Change, GateReport
-from engine.review import ConfigTrend, TrendPoint
+from engine.analysis.gate import Change, GateReport
+from engine.analysis.review import ConfigTrend, TrendPoint
 
 SPEEDUP_AXIS = "speedup vs eager (×, 95% interval)"
 TIME_AXIS = "run created (UTC)"

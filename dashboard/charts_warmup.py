@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from contract import fmt
 from dashboard import downsample, safe
 from dashboard.charts_base import (
     _DASHES,
@@ -28,7 +29,6 @@ from dashboard.charts_base import (
     empty_figure,
     variant_colour,
 )
-from engine import fmt
 
 # --------------------------------------------------------------------------- warm-up
 
@@ -144,7 +144,7 @@ def _break_even_rows(variants: pd.DataFrame) -> list[dict]:
     """Per ok compile variant: its own and eager's first-call cost, per-call cost, break-even.
 
     Cumulative time of n calls = first call + (n - 1) × steady-state median, with the paired
-    eager median and the eager first call that ``engine.stats.break_even_calls`` used, so the
+    eager median and the eager first call that ``engine.analysis.stats.break_even_calls`` used, so the
     lines cross exactly at the stored ``break_even_calls`` (the one break-even, computed once;
     results from before ``eager_first_call_ms`` was stored fall back to eager's own first call).
     """
@@ -224,7 +224,7 @@ def break_even(variants: pd.DataFrame, max_calls: float | None = None) -> go.Fig
             hovertemplate="%{x:,.0f} calls<br>%{y:.4g} s<extra>" + label + "</extra>",
         ))
         if be is not None:
-            nx = max(be, 1.0)  # engine/stats.py: smallest n with compiled(n) <= eager(n)
+            nx = max(be, 1.0)  # engine/analysis/stats.py: smallest n with compiled(n) <= eager(n)
             ny = r["first_s"] + (nx - 1) * r["median_ms"] / 1000
             text = f"{label} breaks even after {fmt.calls(be)} ({fmt.seconds(ny)})"
             if not labelled:

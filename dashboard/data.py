@@ -48,9 +48,9 @@ def database():
 
 
 def grid_plan_text(spec: dict) -> str:
-    """How many variants a spec has and how long it should take (engine/grid_plan.py), from
+    """How many variants a spec has and how long it should take (engine/analysis/grid_plan.py), from
     earlier runs of the model on the device where there are any."""
-    from engine.grid_plan import plan
+    from engine.analysis.grid_plan import plan
     from storage.history import process_seconds
 
     try:
@@ -270,7 +270,7 @@ def delete_runs(run_ids: Sequence[int]) -> int:
 
 
 def max_note_chars() -> int:
-    from storage.text import MAX_NOTE_CHARS
+    from contract.text import MAX_NOTE_CHARS
 
     return MAX_NOTE_CHARS
 

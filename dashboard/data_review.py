@@ -16,7 +16,7 @@ from datetime import datetime
 import streamlit as st
 
 from dashboard import data
-from engine.review import BaselineCheck, Review
+from engine.analysis.review import BaselineCheck, Review
 
 # Judging a window costs seconds (400 runs read, a gate per step): cached until the selection
 # changes, which ``tagged_version`` (one cheap query, its own short cache) says; the TTL only
@@ -27,13 +27,13 @@ REVIEW_ENTRIES = 16  # selections kept (each holds up to MAX_REVIEW_RUNS runs' f
 
 @st.cache_data(ttl=data.LOAD_TTL_S, show_spinner=False)
 def _against_baseline(url: str | None, run_id: int) -> BaselineCheck:
-    from engine.review import against_baseline
+    from engine.analysis.review import against_baseline
 
     return against_baseline(data._database(url), run_id)
 
 
 def against_baseline(run_id: int) -> BaselineCheck:
-    """``engine.review.against_baseline`` for this run (cached briefly)."""
+    """``engine.analysis.review.against_baseline`` for this run (cached briefly)."""
     return _against_baseline(data.db_url(), int(run_id))
 
 
@@ -63,7 +63,7 @@ def _review(url: str | None, tag: str, since: datetime | None, until: datetime |
             version: tuple[int, int, int]) -> Review:
     """``version`` is only part of the cache key: a run that joins or leaves the window makes
     a new entry, so a cached review is never staler than ``_version``'s few seconds."""
-    from engine.review import load_window, review
+    from engine.analysis.review import load_window, review
 
     runs, truncated = load_window(data._database(url), tag, since, until)
     return review(runs, tag, since=since.date().isoformat() if since else None,
@@ -71,7 +71,7 @@ def _review(url: str | None, tag: str, since: datetime | None, until: datetime |
 
 
 def review(tag: str, since: datetime | None, until: datetime | None) -> Review:
-    """``engine.review.review`` of the finished runs tagged ``tag`` in the window."""
+    """``engine.analysis.review.review`` of the finished runs tagged ``tag`` in the window."""
     url = data.db_url()
     return _review(url, tag, since, until, _version(url, tag, since, until))
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import charts_forensics, data, safe, widgets
 from engine import known_errors
-from engine.forensics_report import STRATEGIES
+from engine.analysis.forensics_report import STRATEGIES
 
 
 def render(variants: pd.DataFrame) -> list[go.Figure]:

@@ -1,5 +1,5 @@
 """The compare page's "Grid" section: the Pareto view (dashboard/charts_pareto.py) and the
-recommendation for a call count (engine/recommend.py, the same as ``python -m engine
+recommendation for a call count (engine/analysis/recommend.py, the same as ``python -m engine
 recommend``).  Thin: the figures and the arithmetic live elsewhere."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import charts_pareto, safe, widgets
 from dashboard.verdict import records
-from engine.recommend import recommend
+from engine.analysis.recommend import recommend
 
 
 def render(variants: pd.DataFrame, run_ids: list[int]) -> list[go.Figure]:

@@ -71,7 +71,7 @@ PROBE_FIGURES = (("launch_us", "a kernel launch"), ("module_call_us", "a module 
 
 
 def host_probes(variants: pd.DataFrame) -> dict[int, dict[str, float]]:
-    """Per run, each host-probe figure (engine/host_probe.py) as the median over its variants'
+    """Per run, each host-probe figure (engine/measure/host_probe.py) as the median over its variants'
     (each already the median over that variant's processes); runs without one are left out."""
     out: dict[int, dict[str, float]] = {}
     if variants is None or variants.empty or "host_probe" not in variants.columns:

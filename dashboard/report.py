@@ -29,8 +29,8 @@ from dashboard import charts_forensics, mixing, tables
 from dashboard.people import VARIANT_HEADLINE, human
 from dashboard.report_baseline import baseline_html
 from dashboard.verdict import Verdict
-from engine.report import describe_step
-from engine.review import BaselineCheck
+from engine.analysis.review import BaselineCheck
+from engine.analysis.show import describe_step
 
 # A4 is 210 mm wide: at 96 dpi with 12 mm margins that is about 700 px of content, which
 # every table and chart below fits (checked by the browser test at that width).

@@ -1,5 +1,5 @@
 """The HTML report's "Against its baseline" block for one run: the same judgement the run page
-shows (``engine.review.against_baseline``, the CI gate's verdicts), as static HTML.
+shows (``engine.analysis.review.against_baseline``, the CI gate's verdicts), as static HTML.
 
 Kept apart from dashboard/report.py so that the report builder stays a pure function of what it
 is given: the page computes the checks (cached) and passes them in."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dashboard import review_tables
-from engine.review import BaselineCheck
+from engine.analysis.review import BaselineCheck
 
 
 def baseline_html(check: BaselineCheck | None, esc: Callable[[object], str],

@@ -18,8 +18,8 @@ import plotly.io as pio
 
 from dashboard.report import _e, document_head
 from dashboard.review_tables import changes_table, headline_table
-from engine.gate import TEST_NAME
-from engine.review import Review
+from engine.analysis.gate import TEST_NAME
+from engine.analysis.review import Review
 
 
 def _table(df: pd.DataFrame) -> str:

@@ -2,7 +2,7 @@
 
 ``?tag=nightly`` or ``?suite=ci-small`` (the suite's runs carry the tag ``suite:ci-small``),
 ``&since=2026-12-01&until=2026-12-07`` (UTC days, both included).  Everything in a URL is
-hostile: a tag goes through the storage layer's own rule (``storage.text.check_tag``), a day
+hostile: a tag goes through the storage layer's own rule (``contract.text.check_tag``), a day
 must be exactly ``YYYY-MM-DD``; a bad value is dropped with a message that says what was
 expected, never a traceback.
 """
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-from engine.suite import TAG_PREFIX
+from engine.cli.suite_file import TAG_PREFIX
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # ASCII digits only ("²" is a digit too)
 MAX_PARAM_CHARS = 300
@@ -70,7 +70,7 @@ def parse_day(text: str | None, name: str) -> tuple[date | None, str | None]:
 
 
 def _tag(text: str | None, what: str) -> tuple[str | None, str | None]:
-    from storage.text import check_tag
+    from contract.text import check_tag
 
     if text is None or not text.strip():
         return None, None

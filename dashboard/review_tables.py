@@ -1,7 +1,7 @@
 """Tables of the baseline section and the Review page, as DataFrames (pure: no Streamlit).
 
-Built from engine/gate.py's ``Change`` rows, so the dashboard shows exactly what
-``python -m engine gate`` prints; words for the verdicts come from ``engine.review``.  Cells
+Built from engine/analysis/gate.py's ``Change`` rows, so the dashboard shows exactly what
+``python -m engine gate`` prints; words for the verdicts come from ``engine.analysis.review``.  Cells
 are plain text: the page hands them to ``st.dataframe`` through ``safe.frame`` (formula cells
 neutralised), never to Markdown.
 """
@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from engine.gate import Change, GateReport
-from engine.headline import Headline
-from engine.review import Review, verdict_label
+from engine.analysis.gate import Change, GateReport
+from engine.analysis.headline import Headline
+from engine.analysis.review import Review, verdict_label
 
 PER_VARIANT = ("speedup", "compile time s", "memory ratio")
 FIGURE_WORDS = {"speedup": "speedup (×)", "compile time s": "cold compile (s)",

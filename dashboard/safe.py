@@ -11,7 +11,7 @@ can write the database or hand over a bundle. Three places would otherwise inter
   (``:red[…]``, ``:rainbow[…]``, ``:blue-background[…]``, ``:small[…]``, ``:help[…]``, and
   ``:red`` alone, which swallowed its own text) are parsed from the source, so a colon before a
   letter is escaped (``\:``); shortcodes (``:skull:``, ``:material/verified:``, ``:streamlit:``)
-  are matched in the text after escapes are resolved, so ``storage.text.defuse_shortcodes``
+  are matched in the text after escapes are resolved, so ``contract.text.defuse_shortcodes``
   breaks them with an invisible WORD JOINER. Either way a fake status icon cannot appear.
 - Spreadsheets run a cell that starts with ``= + - @`` (or tab / CR, which some of them strip
   first) as a formula: ``=cmd|' /C calc'!A0``. ``neutralise`` prefixes such a cell with ``'``
@@ -32,7 +32,7 @@ from typing import Any
 
 import pandas as pd
 
-from storage.text import defuse_shortcodes
+from contract.text import defuse_shortcodes
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 _MD_SPECIAL = "\\`*_{}[]()#+!|<>~$"

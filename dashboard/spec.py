@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.schema import RunSpec
+from contract.text import TextError, normalize_tags
 from dashboard.catalogue import DimChoice, ModelChoice
-from engine.contract import RunSpec
 from engine.grid import GridError, expand, parse_options
-from storage.text import TextError, normalize_tags
 
 COMPILE_VARIANTS = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # Training only: the optimizer step compiled too (engine/spec.py TRAIN_VARIANTS).
@@ -41,7 +41,7 @@ class RunRequest:
     dtype: str
     device: str
     variants: list[str]  # compile variants; eager is always added
-    # Defaults from the one contract (engine/contract.py RunSpec), not repeated here.
+    # Defaults from the one contract (contract/schema.py RunSpec), not repeated here.
     backend: str = _DEFAULTS["backend"]
     dynamic: bool | None = _DEFAULTS["dynamic"]
     fullgraph: bool = _DEFAULTS["fullgraph"]
@@ -63,7 +63,7 @@ class RunRequest:
     accuracy_steps: int = _DEFAULTS["accuracy_steps"]
     sweep_dim: str | None = None
     sweep_values: str = ""
-    sweep_weights: str = ""  # how often each swept value is seen (engine/shape_mix.py)
+    sweep_weights: str = ""  # how often each swept value is seen (engine/measure/shape_mix.py)
     # grid (engine/grid.py): option name -> values picked ("none", "true", "false"); an option
     # with values here is written in each variant's name and overrides the single setting above
     grid: dict[str, list[str]] = field(default_factory=dict)
@@ -102,7 +102,7 @@ def _expand_grid(req: RunRequest, variants: list[str], errors: dict[str, str]) -
 
 def parse_tags(text: str) -> tuple[list[str], str | None]:
     """Comma-separated tags, trimmed and de-duplicated (order kept), checked by the one rule for
-    user text (``storage.text``) that the CLI and bundles use too: ``<`` or ``=`` are allowed
+    user text (``contract.text``) that the CLI and bundles use too: ``<`` or ``=`` are allowed
     (and escaped where shown), control characters and over-long tags are not."""
     parts = [t for t in (text or "").split(",") if t.strip()]
     try:

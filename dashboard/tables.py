@@ -6,13 +6,13 @@ from typing import Any
 
 import pandas as pd
 
-from engine import fmt
-from engine.contract import EXPORTED
+from contract import fmt
+from contract.schema import EXPORTED
 
 MiB = 2**20
 
 # (source column, display/CSV column): identity, then every exported figure of the one contract
-# (engine/contract.py EXPORT), units in the names so a CSV stands on its own.
+# (contract/schema.py EXPORT), units in the names so a CSV stands on its own.
 VARIANT_COLUMNS = [("run_id", "run_id"), ("variant", "variant"), ("status", "status")] + [
     (f.name, f.csv) for f in EXPORTED if f.csv]
 

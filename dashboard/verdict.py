@@ -1,6 +1,6 @@
-"""The run verdict for the dashboard: ``engine.verdict.decide`` on a run's DataFrame rows.
+"""The run verdict for the dashboard: ``engine.analysis.verdict.decide`` on a run's DataFrame rows.
 
-The verdict itself lives in ``engine/verdict.py`` (one verdict for CLI, dashboard, report and
+The verdict itself lives in ``engine/analysis/verdict.py`` (one verdict for CLI, dashboard, report and
 charts); this module only turns the ``variants`` DataFrame into the rows it reads.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from engine import fmt
-from engine.verdict import Verdict, busy_host_warning, decide
+from contract import fmt
+from engine.analysis.verdict import Verdict, busy_host_warning, decide
 
 __all__ = ["Verdict", "busy_host_warning", "records", "verdict_for_run"]
 

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
+from contract import fmt
 from dashboard import auth, data, safe
 from dashboard.hardware import START_ONE, describe_worker
-from engine import fmt
 
 PAGE_NEW = "views/new_run.py"
 PAGE_RUNS = "views/runs.py"

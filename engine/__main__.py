@@ -1,10 +1,10 @@
 import os
 import sys
 
-from engine import forked
+from engine.orchestrate import forked
 
 forked.start_for_argv(sys.argv[1:])  # a run's process server starts before the CLI's imports
-from engine.cli import main  # noqa: E402
+from engine.cli.main import main  # noqa: E402
 
 try:
     code = main()
@@ -18,7 +18,7 @@ if "torch" in sys.modules:
     # The command is done and everything it wrote is committed (the database's transactions,
     # the children's results). Skip the interpreter's teardown: with torch imported it took
     # 2.2-2.7 s after every `run` on the 2-core CPU host (issue "time to answer"), measuring
-    # nothing; the measuring child does the same (engine/child.py main). The process server
+    # nothing; the measuring child does the same (engine/measure/child.py main). The process server
     # and resource tracker end themselves when their pipes from this process close.
     sys.stdout.flush()
     sys.stderr.flush()

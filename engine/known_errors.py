@@ -2,8 +2,8 @@
 
 One function (``describe``) turns a stored error into the text every view shows: the
 explanation first, then torch's own message, unchanged, so nothing is hidden. The CLI (``engine
-show`` through engine/forensics_report.py), the dashboard's start-up chart and the HTML report
-all call it; new runs store the explanation with the error (engine/startup.py), runs stored
+show`` through engine/analysis/forensics_report.py), the dashboard's start-up chart and the HTML report
+all call it; new runs store the explanation with the error (engine/measure/startup.py), runs stored
 before it get the same text at display time because the mapping reads the raw message.
 
 Pure Python: no torch, so every side can import it.

@@ -11,12 +11,13 @@ import math
 import os
 from typing import Any
 
-from engine import grid, shape_mix, spec_rules
-from engine.catalogue import CatalogueError, check_dim_value, get_model
-from engine.contract import RunSpec
+from contract.schema import RunSpec
+from contract.text import one_line
+from engine import grid, spec_rules
 from engine.environment import PROJECT_ROOT
+from engine.measure import shape_mix
+from engine.models.catalogue import CatalogueError, check_dim_value, get_model
 from engine.spec_stored import stored_model_info
-from storage.text import one_line
 
 VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # Training only: the same modes with the optimizer step compiled too (torch.compile on
@@ -98,7 +99,7 @@ def is_reference(model: str) -> bool:
     """``path/file.py:factory`` or ``pkg.mod:factory``: code named by the spec itself, as opposed
     to a catalogue name, ``plugin:NAME`` (code the operator put in the plugin folder) or a
     registry model (``timm:NAME``, ``torchvision:NAME``, ``hf:ARCH``: a library's own model)."""
-    from engine.registries import is_registry_name
+    from engine.models.registries import is_registry_name
 
     return ":" in model and not model.startswith("plugin:") and not is_registry_name(model)
 
@@ -248,7 +249,7 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
         raise SpecError(f"{info.name} measures token generation (inference): use step "
                         "'inference'", "step")
     if check_device:
-        from engine import device_check  # in a fork of the process server where one runs
+        from engine.orchestrate import device_check
 
         device_check.check(backend, spec["device"], spec["dtype"])
     if check_factory and info.source == "registry":
@@ -305,7 +306,7 @@ def _choice(spec: dict[str, Any], key: str, choices: tuple[str, ...]) -> None:
 
 
 def _check_step(spec: dict[str, Any]) -> None:
-    """The training-step and accuracy options (engine/train_step.py, engine/accuracy.py)."""
+    """The training-step and accuracy options (engine/measure/train_step.py, engine/measure/accuracy.py)."""
     _choice(spec, "step", STEPS)
     _choice(spec, "optimizer", OPTIMIZERS)
     _choice(spec, "optimizer_impl", OPTIMIZER_IMPLS)
@@ -355,7 +356,7 @@ def check_user_factory(ref: str, dims: dict[str, int], timeout_s: float = 600.0)
     """Call a user/plugin factory once, in a separate process, to check it returns
     (nn.Module, tuple_of_inputs).
 
-    A separate process (``engine.factory_check``) because the factory is arbitrary code: one that
+    A separate process (``engine.measure.factory_check``) because the factory is arbitrary code: one that
     calls ``sys.exit(0)`` or ``os._exit(0)`` while building must not end the CLI with exit code 0
     and nothing said; one that crashes must not take the CLI with it."""
     import json
@@ -367,7 +368,7 @@ def check_user_factory(ref: str, dims: dict[str, int], timeout_s: float = 600.0)
         out = os.path.join(tmp, "result.json")
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "engine.factory_check", ref, json.dumps(dims), out],
+                [sys.executable, "-m", "engine.measure.factory_check", ref, json.dumps(dims), out],
                 cwd=os.getcwd(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE, timeout=timeout_s,
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(

@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engine.contract import RunSpec
+from contract.schema import RunSpec
 
 _DEFAULTS = RunSpec.defaults()
 # Grid options (engine/grid.py OPTIONS) that also exist as a top-level spec option, with how the
 # CLI spells the top-level one.  coordinate_descent_tuning and freezing have no top-level
 # option: a grid over them cannot contradict anything.
 TOP_LEVEL_GRID_OPTIONS: dict[str, str] = {"dynamic": "--dynamic", "fullgraph": "--fullgraph"}
-# Options that only engine/train_step.py reads (step "train").
+# Options that only engine/measure/train_step.py reads (step "train").
 TRAIN_ONLY: dict[str, str] = {
     "optimizer": "--optimizer",
     "optimizer_impl": "--optimizer-impl",

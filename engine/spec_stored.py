@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engine import registries
-from engine.catalogue import BUILTIN, CatalogueError, Dim, ModelInfo, get_model
+from engine.models import registries
+from engine.models.catalogue import BUILTIN, CatalogueError, Dim, ModelInfo, get_model
 
 MAX_DIM = 1 << 20  # the catalogue's own widest default range (Dim.max)
 # Names as the catalogue, plugins and registries spell them: no spaces, quotes, ``;``, ``$``...

@@ -25,7 +25,7 @@ def common_parser(models: Iterable[str], what: str) -> argparse.ArgumentParser:
 def measure(db: Any, spec: dict[str, Any], tags: list[str], worker_id: str) -> int:
     """Queue ``spec``, claim it and measure it here; returns the run id (the run's own status
     says how it ended)."""
-    from engine.execute import execute_run
+    from engine.orchestrate.execute import execute_run
     from storage import queue
 
     rid = queue.enqueue_run(db, spec, tags=tags)

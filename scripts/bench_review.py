@@ -44,7 +44,7 @@ def main() -> None:
         review_support.SERIES = ()  # what the template cuts short
 
     from dashboard import charts_review, report_review, review_tables
-    from engine.review import against_baseline, load_window, review
+    from engine.analysis.review import against_baseline, load_window, review
     from storage import open_database
     from storage.selection import pin_tag, tagged_runs
 

@@ -6,7 +6,7 @@
 Each condition runs in a fresh interpreter (``python scripts/eager_drift_probe.py --child``), the
 conditions taking turns ``--reps`` times (A B C, A B C, ...), so drift over minutes reaches each
 alike.  Inside one process, in order, with the engine's own timer and rounds
-(``engine.timing``, ``engine.rounds``):
+(``engine.measure.timing``, ``engine.measure.rounds``):
 
 1. ``alone``: eager timed alone, as the eager variant's own process does;
 2. the variant is compiled (``--mode``), warmed up, its compile workers stopped;
@@ -68,10 +68,10 @@ def _child(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from engine import spec as spec_mod
-    from engine.child_setup import build
-    from engine.hostload import stop_compile_workers
-    from engine.rounds import steady_rounds, timing_budget
-    from engine.timing import Timer
+    from engine.measure.hostload import stop_compile_workers
+    from engine.measure.rounds import steady_rounds, timing_budget
+    from engine.measure.setup import build
+    from engine.measure.timing import Timer
 
     run = spec_mod.normalise({"model": args.model, "dims": dict(args.dim), "dtype": args.dtype,
                               "device": args.device})

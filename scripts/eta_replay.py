@@ -1,4 +1,4 @@
-"""How good the live ETA was: replay a stored run's process states through ``engine.eta``.
+"""How good the live ETA was: replay a stored run's process states through ``engine.orchestrate.eta``.
 
     python scripts/eta_replay.py --db sqlite:///compilelab.db RUN_ID [RUN_ID ...]
 
@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.eta import Eta, describe, stage_seconds, state_changes  # noqa: E402
-from engine.schedule import Job, resolve  # noqa: E402
+from engine.orchestrate.eta import Eta, describe, stage_seconds, state_changes  # noqa: E402
+from engine.orchestrate.schedule import Job, resolve  # noqa: E402
 from scripts.run_timeline import load  # noqa: E402  (the run as `engine show --json` gives it)
 
 TICK_S = 0.1
@@ -39,7 +39,7 @@ def processes(run: dict) -> list[tuple[str, int, dict]]:
 
 def replay(run: dict, priors: dict | None = None) -> dict | None:
     """The ETA's estimates over the run against the truth, or None without gated processes.
-    ``priors``: stage durations of earlier runs (``engine.eta.stage_seconds``), as the CLI and
+    ``priors``: stage durations of earlier runs (``engine.orchestrate.eta.stage_seconds``), as the CLI and
     the worker pass them."""
     spec = run.get("spec") or {}
     stored = next((v.get("scheduling") for v in run["variants"] if v.get("scheduling")), None)

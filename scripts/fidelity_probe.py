@@ -9,7 +9,7 @@ Every config runs one fresh process with an empty inductor cache (the cold first
 more with the same cache (the warm first call), alone, interleaved over ``--repeats``.  Configs:
 
 * ``harness``: ``../shared/bench/naive_harness.py``'s own child (``torch.inference_mode``).
-* ``child``: ``python -m engine.child`` with the run's spec, as the runner starts it, but alone.
+* ``child``: ``python -m engine.measure.child`` with the run's spec, as the runner starts it, but alone.
 * ``child-nologs``: the same without the recompile / cudagraph artifact logs and the cache-log
   handlers (``signals.LogCapture.install``, ``forensics.CacheLog.install`` made no-ops).
 * ``child-inference``: the same as ``child`` with ``torch.no_grad`` replaced by
@@ -38,11 +38,11 @@ from scripts.bench_vs_naive import NAIVE  # noqa: E402
 
 PATCHES = {
     "child": "",
-    "child-nologs": ("import engine.signals as s, engine.forensics as f\n"
+    "child-nologs": ("import engine.measure.signals as s, engine.measure.forensics as f\n"
                      "s.LogCapture.install = lambda self: None\n"
                      "f.CacheLog.install = lambda self: None\n"),
     # only the child's own context: torch's internals keep their no_grad
-    "child-inference": ("import torch, engine.child as c\n"
+    "child-inference": ("import torch, engine.measure.child as c\n"
                         "class _Torch:\n"
                         "    no_grad = staticmethod(torch.inference_mode)\n"
                         "    def __getattr__(self, name):\n"
@@ -83,7 +83,7 @@ def run_child(args: argparse.Namespace, config: str, mode: str, phase: str, cach
     spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "out.json"
     spec_path.write_text(json.dumps({"run": run, "variant": mode, "phase": phase}))
     out_path.unlink(missing_ok=True)
-    code = (PATCHES[config] + "import sys\nfrom engine.child import main\n"
+    code = (PATCHES[config] + "import sys\nfrom engine.measure.child import main\n"
             f"sys.exit(main([{str(spec_path)!r}, {str(out_path)!r}]))\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPILELAB_")}
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from engine.analysis.show import format_run, run_json  # noqa: E402
 from engine.known_errors import startup_error  # noqa: E402
-from engine.report import format_run, run_json  # noqa: E402
 from engine.spec import normalise  # noqa: E402
 from scripts.acceptance_common import common_parser, measure  # noqa: E402
 from storage import export_bundle, open_database, queries  # noqa: E402

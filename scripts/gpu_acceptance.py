@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.execute import execute_run  # noqa: E402
-from engine.report import format_run  # noqa: E402
+from engine.analysis.show import format_run  # noqa: E402
+from engine.orchestrate.execute import execute_run  # noqa: E402
 from engine.spec import normalise  # noqa: E402
 from storage import export_bundle, open_database, queries, queue  # noqa: E402
 

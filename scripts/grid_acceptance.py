@@ -26,11 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import grid, shape_mix  # noqa: E402
-from engine.grid_plan import plan  # noqa: E402
-from engine.pareto import mark  # noqa: E402
-from engine.recommend import recommend  # noqa: E402
-from engine.report import format_run  # noqa: E402
+from engine import grid  # noqa: E402
+from engine.analysis.grid_plan import plan  # noqa: E402
+from engine.analysis.pareto import mark  # noqa: E402
+from engine.analysis.recommend import recommend  # noqa: E402
+from engine.analysis.show import format_run  # noqa: E402
+from engine.measure import shape_mix  # noqa: E402
 from engine.spec import normalise  # noqa: E402
 from scripts.acceptance_common import common_parser, measure  # noqa: E402
 from storage import export_bundle, open_database  # noqa: E402
@@ -51,7 +52,7 @@ CONFIGS = {
                     ["dynamic=none,true", "coordinate_descent_tuning=false,true"],
                     {"dim": "seq", "values": [64, 96, 128]}),
 }
-# The sizes' mix a service sees (engine/shape_mix.py): each config replays requests in it.
+# The sizes' mix a service sees (engine/measure/shape_mix.py): each config replays requests in it.
 WEIGHTS = {"varying_seq": [0.6, 0.3, 0.1]}
 TINY = {"bert_base": {"batch": 1, "seq": 8},
         "varying_seq": {"batch": 2, "seq": 8, "hidden": 16, "heads": 2}}

@@ -8,7 +8,7 @@ For the seed MLP and the pointwise chain (torch.compile default), in one process
 - ``alone``: each function timed by itself, with no other function in between;
 and prints the median per-call and pipelined time of eager and compiled under each. All three
 run in the same repetitions, so a drift of the host's speed hits them alike. This is the
-experiment behind the engine's choice of blocks (engine/child.py, ``steady_rounds``).
+experiment behind the engine's choice of blocks (engine/measure/child.py, ``steady_rounds``).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from engine.child import build, steady_rounds  # noqa: E402
-from engine.hostload import settle_compile_workers  # noqa: E402
-from engine.timing import Timer  # noqa: E402
+from engine.measure.child import build, steady_rounds  # noqa: E402
+from engine.measure.hostload import settle_compile_workers  # noqa: E402
+from engine.measure.timing import Timer  # noqa: E402
 
 MODELS = [("mlp", {"batch": 32, "hidden": 1024}),
           ("pointwise_chain", {"batch": 64, "width": 4096, "depth": 8})]

@@ -102,7 +102,7 @@ def _align(rows: list[list[str]]) -> list[str]:
 
 
 def _runs(db: object) -> list[dict]:
-    from engine.report import run_json
+    from engine.analysis.show import run_json
     from storage import queries
 
     runs = queries.list_runs(db, tag=TAG)
@@ -110,7 +110,7 @@ def _runs(db: object) -> list[dict]:
 
 
 def decode_table(runs: list[dict]) -> str:
-    """Per decode variant: generation figures (engine/decode.py) and the decode step's own."""
+    """Per decode variant: generation figures (engine/measure/decode.py) and the decode step's own."""
     head = ["run", "variant", "TTFT ms", "ms/token", "tokens/s", "decode tok/s", "x eager tok/s",
             "x TTFT", "compile s", "break-even tokens", "recompiles", "step ms", "step x [CI]",
             "params", "acc"]
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table-only", action="store_true")
     ap.add_argument("--bundle", default=None, help="also write the runs as a bundle (JSON)")
     args = ap.parse_args(argv)
-    from engine.report import format_run
+    from engine.analysis.show import format_run
     from storage import open_database
 
     db = open_database(args.db[0])

@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 from torch.utils.benchmark import Timer as TorchTimer  # noqa: E402
 
-from engine.child import build  # noqa: E402
-from engine.hostload import settle_compile_workers  # noqa: E402
-from engine.timing import Timer  # noqa: E402
+from engine.measure.child import build  # noqa: E402
+from engine.measure.hostload import settle_compile_workers  # noqa: E402
+from engine.measure.timing import Timer  # noqa: E402
 
 MODELS = [("mlp", {"batch": 32, "hidden": 1024}),
           ("pointwise_chain", {"batch": 64, "width": 4096, "depth": 8})]

@@ -50,7 +50,7 @@ def _prepare(db_url: str, bundles: list[Path], pin_tag: str | None) -> list[int]
 def review_html(db_url: str, tag: str) -> str:
     """The review's HTML export exactly as the page builds it (relative compare links)."""
     from dashboard import charts_review, report_review
-    from engine.review import load_window, review
+    from engine.analysis.review import load_window, review
     from storage import open_database
 
     db = open_database(db_url)

@@ -125,7 +125,7 @@ def main() -> int:
     ap.add_argument("--table-only", action="store_true")
     ap.add_argument("--bundle", default=None, help="also write the runs as a bundle (JSON)")
     args = ap.parse_args()
-    from engine.report import format_run
+    from engine.analysis.show import format_run
     from storage import open_database
 
     db = open_database(args.db[0])

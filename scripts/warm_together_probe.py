@@ -1,5 +1,5 @@
 """Warm-cache first calls alone against two together: does running the first warm-cache compiles
-side by side (engine/schedule.py rule 4's exception) make them read slow?
+side by side (engine/orchestrate/schedule.py rule 4's exception) make them read slow?
 
     python scripts/warm_together_probe.py --model bert --modes default,reduce-overhead --rounds 2
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from sqlalchemy import delete, func, select
 
+from contract.text import one_line
 from storage.db import Database
 from storage.models import Artifact
 from storage.results import require_run
-from storage.text import one_line
 
 MAX_BYTES = 32 * 2**20  # the engine keeps at most 20 MiB of gzip per trace
 KINDS = ("torch_trace",)

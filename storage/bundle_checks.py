@@ -7,7 +7,7 @@
   matches it by fingerprint); a run that fails refuses the whole bundle, before anything is
   written.
 * ``extra_figures``: the figures of the contract that storage keeps in a result's ``extra``
-  (``column=False`` in engine/contract.py) have kinds like the column ones; the bundle checks
+  (``column=False`` in contract/schema.py) have kinds like the column ones; the bundle checks
   their values by kind too, instead of as free-form JSON, so an imported ``"speedup_spread":
   "fast"`` cannot reach a table or a chart.
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from engine.contract import FIGURES
-from storage.text import one_line
+from contract.schema import FIGURES
+from contract.text import one_line
 
 # What ``json.loads`` may be asked to build from one bundle, estimated before it runs (see
 # ``parse_cost``). A genuine bundle costs about 1.7 times its size (mostly numbers, ~21 bytes

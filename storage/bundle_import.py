@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import DataError, IntegrityError
 
+from contract.text import normalize_tags
 from storage.bundle_export import export_runs
 from storage.bundle_format import BundleError
 from storage.bundle_validation import parse_bundle, validate_bundle
@@ -28,7 +29,6 @@ from storage.db import Database
 from storage.fingerprint import run_fingerprint
 from storage.models import Run, RunTag
 from storage.results import apply_environment, build_variant_result
-from storage.text import normalize_tags
 
 
 def _run_entity(data: dict[str, Any]) -> Run:

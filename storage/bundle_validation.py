@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from contract.text import MAX_NOTE_CHARS, check_note, normalize_tags
 from storage.bundle_checks import MAX_PARSE_BYTES, extra_figures, parse_cost, spec_problem
 from storage.bundle_format import BUNDLE_FORMAT, READABLE_VERSIONS, BundleError
 from storage.models import FAILURE_KINDS, FINAL_RUN_STATUSES, VARIANT_STATUSES
@@ -32,7 +33,6 @@ from storage.results import (
     RESULT_FIELDS,
     STATS_FIELDS,
 )
-from storage.text import MAX_NOTE_CHARS, check_note, normalize_tags
 
 # Limits sized from the largest bundle the project ships (data/h200_bundle.json: 5.7 MiB, 36 runs,
 # 120 k samples, 171 k free-form JSON values, longest series 1 960) with a margin of about 3x on
@@ -308,7 +308,7 @@ def _check_run(value: Any, path: str, budget: _Budget) -> None:
     _check_text(run.get("error"), f"{path}.error", MAX_ERROR_CHARS)
     _check_text(run.get("note"), f"{path}.note", MAX_NOTE_CHARS)
     if run.get("note") is not None:
-        try:  # storage.text: the one rule for notes (CLI, dashboard and bundles alike)
+        try:  # contract.text: the one rule for notes (CLI, dashboard and bundles alike)
             check_note(run["note"])
         except (TypeError, ValueError) as exc:
             raise _fail(f"{path}.note", str(exc)) from None

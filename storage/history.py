@@ -1,5 +1,5 @@
 """Seconds that measuring processes took in earlier runs of a model, for a grid's estimate
-before it starts (engine/grid_plan.py) and the live ETA's priors (engine/eta.py).  Plain dicts,
+before it starts (engine/analysis/grid_plan.py) and the live ETA's priors (engine/orchestrate/eta.py).  Plain dicts,
 no pandas."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def recent_processes(db: Database, model: str, device: str, *, host: str | None 
     """``(variant, index, process)`` of every measuring process stored for the latest ``runs``
     finished runs of ``model`` on ``device`` with the same ``step`` (a training step compiles
     and times another graph), on ``host`` where given (as the run's environment recorded it):
-    the live ETA's priors (engine/eta.py ``stage_seconds``).  Runs of the same ``dims`` and
+    the live ETA's priors (engine/orchestrate/eta.py ``stage_seconds``).  Runs of the same ``dims`` and
     ``dtype`` are preferred where there are any.  The processes are as stored (hostile until
     checked: the ETA reads only numbers it can use)."""
     with db.session() as session:
@@ -92,7 +92,7 @@ def recent_process_speedups(db: Database, model: str, device: str, *, host: str 
                             runs: int = 5) -> dict[str, list[list[Any]]]:
     """``{variant: [per-process speedups of one run, ...]}`` from the latest ``runs`` finished
     runs of exactly this configuration (model, dims, dtype, device, step) on ``host``: the
-    history a variant's interval may borrow its variance from (engine/stats.py).  Nothing
+    history a variant's interval may borrow its variance from (engine/analysis/stats.py).  Nothing
     without a host.  As stored (hostile until checked: the caller keeps only positive finite
     numbers)."""
     out: dict[str, list[list[Any]]] = {}

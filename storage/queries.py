@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, Select, Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
-from engine.contract import FIGURES, fits
+from contract.schema import FIGURES, fits
 from storage.db import Database
 from storage.models import GraphBreak, Recompile, Run, RunTag, SweepPoint, VariantResult
 from storage.results import CHILDREN, RESULT_FIELDS, STATS_FIELDS, id_chunks
@@ -54,7 +54,7 @@ RUN_COLUMNS: list[str] = [
     "environment",
     "spec",
 ]
-# Every figure of the contract (engine/contract.py) except the series, which feed the warmup and
+# Every figure of the contract (contract/schema.py) except the series, which feed the warmup and
 # samples frames.  Figures without a column of their own are read from the result's ``extra``
 # (stats figures from ``extra["stats"]``); they are None/NaN for results saved before they existed.
 VARIANT_COLUMNS: list[str] = [

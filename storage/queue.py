@@ -31,6 +31,7 @@ from typing import Any
 
 from sqlalchemy import Text, cast, select, update
 
+from contract.text import check_note
 from storage.db import Database
 from storage.models import FINAL_RUN_STATUSES, Run, RunTag, utcnow
 from storage.queue_recovery import (
@@ -50,7 +51,6 @@ from storage.results import (
     normalize_tags,
     require_run,
 )
-from storage.text import check_note
 from storage.workers import Capabilities, servable
 
 _NO_SYNC = {"synchronize_session": False}

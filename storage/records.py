@@ -1,7 +1,7 @@
 """One stored run as plain dicts, without pandas: what ``engine show`` (text and ``--json``)
 reads on a GPU host that has only requirements-engine.txt.
 
-Each variant is one flat dict keyed by the contract's figure names (engine/contract.py), the
+Each variant is one flat dict keyed by the contract's figure names (contract/schema.py), the
 same names as the dashboard's ``variants`` DataFrame columns: result figures, stats figures
 (those without a column read back from ``extra``), plus the lists ``graph_breaks``,
 ``recompiles`` and ``sweep``.  The per-call series are left out unless asked for.
@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import defer, selectinload
 
-from engine.contract import FIGURES, fits
+from contract.schema import FIGURES, fits
 from storage.db import Database
 from storage.models import Run, RunTag, VariantResult
 from storage.results import CHILDREN

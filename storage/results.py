@@ -19,7 +19,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from engine.contract import kinds
+from contract.schema import kinds
+from contract.text import check_note, normalize_tags
 from storage.db import Database
 from storage.models import (
     VARIANT_STATUSES,
@@ -30,11 +31,10 @@ from storage.models import (
     SweepPoint,
     VariantResult,
 )
-from storage.text import check_note, normalize_tags
 
 log = logging.getLogger(__name__)
 
-# Derived from the one contract (engine/contract.py): figures with a column of their own.  The
+# Derived from the one contract (contract/schema.py): figures with a column of their own.  The
 # others (``column=False``) are kept in ``extra`` like any key this schema does not know.
 RESULT_FIELDS: dict[str, str] = kinds("result", column=True)
 STATS_FIELDS: dict[str, str] = kinds("stats", column=True)
@@ -62,7 +62,7 @@ STRUCTURAL_KEYS = frozenset({"variant", "status", "stats", "extra", *CHILDREN})
 # Text caps: an engine bug must not be able to write megabytes into every row.
 MAX_ERROR_CHARS = 10_000
 MAX_STDERR_CHARS = 64_000
-# Notes and tags: storage/text.py (MAX_NOTE_CHARS, MAX_TAGS), the one rule for user text.
+# Notes and tags: contract/text.py (MAX_NOTE_CHARS, MAX_TAGS), the one rule for user text.
 
 
 # Ids per IN (...) list: well under SQLite's and PostgreSQL's bound-parameter limits.
@@ -286,7 +286,7 @@ def set_environment(db: Database, run_id: int, env: Mapping[str, Any]) -> None:
 
 
 def set_note(db: Database, run_id: int, text: str) -> None:
-    """Replace a run's free-text note (``storage.text.check_note``: the one rule for notes)."""
+    """Replace a run's free-text note (``contract.text.check_note``: the one rule for notes)."""
     check_note(text)
     with db.session(write=True) as session:
         require_run(session, run_id).note = text

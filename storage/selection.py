@@ -12,12 +12,12 @@ from typing import Any
 
 from sqlalchemy import delete, func, select
 
-from engine.config_key import config_key, config_of
+from contract.config_key import config_key, config_of
+from contract.text import check_tag
 from storage.db import Database
 from storage.models import ALL_CONFIGS, Baseline, Run, RunTag, utcnow
 from storage.records import load_runs_by_id
 from storage.results import RunNotFound, require_run
-from storage.text import check_tag
 
 # Runs whose results can be judged: a failed run still has the variants it measured.
 JUDGED_STATUSES = ("done", "failed")

@@ -1,4 +1,4 @@
-"""Accuracy against a float64 reference (engine/accuracy.py) and the verdict that uses it."""
+"""Accuracy against a float64 reference (engine/measure/accuracy.py) and the verdict that uses it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from engine import accuracy
-from engine.verdict import decide
+from engine.analysis.verdict import decide
+from engine.measure import accuracy
 
 
 def _t(*values: float, dtype=torch.float32) -> torch.Tensor:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
+from engine.cli.main import main
 from storage import import_bundle_result, open_database, queries
 from storage.bundle import BundleError
 
@@ -137,7 +137,7 @@ def test_cli_import_of_a_bad_bundle_names_the_run_and_field_and_stores_nothing(t
 def test_stored_spec_of_a_registry_model_whose_library_is_missing_here(monkeypatch):
     """A bundle from the GPU host names hf:llama; this machine has no transformers: the spec is
     checked against the registry's own dims, and still refused when its name is not a name."""
-    from engine import registries
+    from engine.models import registries
     from engine.spec import SpecError, normalise
 
     monkeypatch.setattr(registries.Registry, "available", lambda self: False)

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from dashboard import charts_base, charts_forensics
-from engine import forensics_report
+from engine.analysis import forensics_report
 
 LOST = {"items": [
     {"kind": "graph_break", "share": 0.32, "ms_per_call": 0.64, "file": "/x/engine/models/breaks.py",

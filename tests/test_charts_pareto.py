@@ -1,4 +1,4 @@
-"""The Pareto view (engine/pareto.py, dashboard/charts_pareto.py) on a fixed grid."""
+"""The Pareto view (engine/analysis/pareto.py, dashboard/charts_pareto.py) on a fixed grid."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pandas as pd
 
 from dashboard.charts_base import empty_message
 from dashboard.charts_pareto import pareto_figure, pareto_figures
-from engine.pareto import front, mark
+from engine.analysis.pareto import front, mark
 
 MiB = 2**20
 

@@ -10,9 +10,9 @@ import pytest
 from dashboard import charts_review, report_review, review_tables
 from dashboard.charts_base import empty_message
 from dashboard.review_params import ReviewQuery, parse_review_params
-from engine.gate import Change, GateReport, Thresholds
-from engine.headline import Headline
-from engine.review import ConfigTrend, Review, TrendPoint
+from engine.analysis.gate import Change, GateReport, Thresholds
+from engine.analysis.headline import Headline
+from engine.analysis.review import ConfigTrend, Review, TrendPoint
 
 EVIL = "<img src=x onerror=alert(1)>"
 

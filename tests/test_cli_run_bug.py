@@ -3,8 +3,8 @@ finished such a run as failed; the CLI's own run did not: on the H200 a KeyError
 
 from __future__ import annotations
 
-from engine import execute
-from engine.cli import main
+from engine.cli.main import main
+from engine.orchestrate import execute
 
 
 def test_an_engine_bug_finishes_the_cli_run_as_failed(tmp_path, monkeypatch, capsys):

@@ -1,4 +1,4 @@
-"""The host beside a reported compile (engine/compile_load.py): a neighbour outside the
+"""The host beside a reported compile (engine/measure/compile_load.py): a neighbour outside the
 compiling process's tree is counted, the compile's own children are not; the figures travel
 from the child through the runner and storage to ``show`` and the verdict; hostile stored
 figures flag nothing."""
@@ -16,10 +16,10 @@ import time
 import pandas as pd
 import pytest
 
-from engine import compile_load
-from engine.compile_load import CompileLoad, caution, tree_cpu_seconds
-from engine.runner import _first_process, _merge_process
-from engine.verdict import compile_host_caution, decide
+from engine.analysis.verdict import compile_host_caution, decide
+from engine.measure import compile_load
+from engine.measure.compile_load import CompileLoad, caution, tree_cpu_seconds
+from engine.orchestrate.runner import _first_process, _merge_process
 from storage.queries import load_runs
 from storage.queue import claim_next_run, enqueue_run, finish_run
 from storage.results import save_variant_result
@@ -107,7 +107,7 @@ def test_the_runner_keeps_the_reported_compiles_load_and_not_the_further_ones():
 
 
 def test_stored_figures_reach_show_and_the_verdict(db):
-    from engine.report import format_run
+    from engine.analysis.show import format_run
 
     run_id = enqueue_run(db, run_spec())
     claim_next_run(db, "w")

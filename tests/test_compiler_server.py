@@ -1,4 +1,4 @@
-"""The compiler-preloaded process server (engine/compiler_server.py): only for processes whose
+"""The compiler-preloaded process server (engine/orchestrate/compiler_server.py): only for processes whose
 first call nobody reports, never waited for, and its forks hold the compiler but no CUDA."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from engine import compiler_server
-from engine.process import wants_compiler_server
+from engine.orchestrate import compiler_server
+from engine.orchestrate.process import wants_compiler_server
 
 
 def test_only_eager_and_further_processes_may_use_it():
@@ -35,8 +35,8 @@ def test_not_started_is_neither_usable_nor_pending(monkeypatch):
 
 def test_preloads_put_the_compiler_before_the_exit_hook():
     got = compiler_server.preloads(False)
-    assert got[-1] == "engine.preload" and got[-2] == "engine.preload_compiler"
-    assert got[0] == "engine.child"
+    assert got[-1] == "engine.orchestrate.preload" and got[-2] == "engine.orchestrate.preload_compiler"
+    assert got[0] == "engine.measure.child"
 
 
 def _probe() -> None:
@@ -51,7 +51,7 @@ def test_a_real_run_forks_further_processes_with_the_compiler_imported():
     """Started, the server gets ready; a fork holds the compiler and no CUDA; in a side-by-side
     run (aot_eager, CPU) the further processes skip the compiler import, the reported ones
     (cold, first warm-cache) still pay it inside their own process."""
-    from engine.runner import run_variants
+    from engine.orchestrate.runner import run_variants
     from engine.spec import normalise
 
     compiler_server.start(libraries=False)

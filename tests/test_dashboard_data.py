@@ -37,7 +37,7 @@ def variant_result(variant: str, eager_ms: float, ms: float, *, first_cold_s: fl
                    device: str = "cuda", graph_breaks=(), recompiles=(), sweep=(),
                    kernels: float = 1.0, eager_kernels: float = 32.0,
                    correct: bool = True) -> dict:
-    """One VariantResult with "stats" filled the way engine/stats.py would."""
+    """One VariantResult with "stats" filled the way engine/analysis/stats.py would."""
     pipelined_ms = pipelined_ms if pipelined_ms is not None else ms * 0.8
     eager_pipelined_ms = eager_pipelined_ms if eager_pipelined_ms is not None else eager_ms * 0.8
     samples = _samples(ms, n, seed)
@@ -49,7 +49,7 @@ def variant_result(variant: str, eager_ms: float, ms: float, *, first_cold_s: fl
     speed = eager_ms / ms
     eager_first_s = 0.002
     break_even = (1 + math.ceil((first_cold_s - eager_first_s) * 1000 / (eager_ms - ms))
-                  if ms < eager_ms and variant != "eager" else None)  # as engine/stats.py
+                  if ms < eager_ms and variant != "eager" else None)  # as engine/analysis/stats.py
     gpu = device == "cuda"
     return {
         "variant": variant, "status": "ok", "failure_kind": None, "error": None,

@@ -107,12 +107,12 @@ def test_generation_table_from_stored_runs(db):
 def test_model_param_never_reaches_the_file_system(db, monkeypatch, ref):
     """``/new?model=/any/path.py:factory`` made the engine resolve that path and answered
     whether it existed. Now every reference gets the same refusal and nothing looks it up."""
-    import engine.catalogue
+    import engine.models.catalogue
 
     def probed(*_args, **_kwargs):
         raise AssertionError("the dashboard looked a user model reference up")
 
-    monkeypatch.setattr(engine.catalogue, "_user_model", probed)
+    monkeypatch.setattr(engine.models.catalogue, "_user_model", probed)
     at = app("new_run", model=ref.format(here=__file__))
     no_exceptions(at)
     warning = texts(at.warning)

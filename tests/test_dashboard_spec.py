@@ -116,7 +116,7 @@ def test_real_catalogue_adapts():
 def test_engine_check_is_last_word_and_maps_fields():
     from dashboard.data import engine_normalise
 
-    real = to_model_choice(next(m for m in __import__("engine.catalogue").catalogue.list_models()
+    real = to_model_choice(next(m for m in __import__("engine.models.catalogue").models.catalogue.list_models()
                                 if m.name == "mlp"))
     v = build_spec(_req(), real, ["cpu"], engine_check=engine_normalise)
     assert v.ok and v.spec["variants"] == ["eager", "default"]

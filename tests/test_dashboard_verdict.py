@@ -6,7 +6,7 @@ import pandas as pd
 from test_dashboard_data import bert_results, frames, mlp_results, variant_result
 
 from dashboard.verdict import verdict_for_run
-from engine.verdict import decide
+from engine.analysis.verdict import decide
 
 
 def test_bert_reduce_overhead_wins_with_figures():
@@ -211,7 +211,7 @@ def test_throughput_needs_its_interval_to_clear_one():
 
 
 def test_a_host_whose_speed_moved_between_processes_is_named():
-    from engine.verdict import host_speed_caution
+    from engine.analysis.verdict import host_speed_caution
 
     def row(calls):
         return {"variant": "default", "status": "ok",
@@ -225,7 +225,7 @@ def test_a_host_whose_speed_moved_between_processes_is_named():
 
 
 def test_an_undecided_latency_says_what_is_open_and_what_would_close_it():
-    from engine.verdict import undecided
+    from engine.analysis.verdict import undecided
 
     row = {"speedup_ci_low": 0.95, "speedup_ci_high": 1.08, "n_processes": 4,
            "time_s": {"compile": 20.0, "measure": 4.0}}

@@ -1,4 +1,4 @@
-"""LLM decoding (engine/models/llama.py, engine/decode.py, engine/decode_report.py): the static
+"""LLM decoding (engine/models/llama.py, engine/measure/decode.py, engine/analysis/decode_report.py): the static
 KV cache gives the same logits as recomputing the whole sequence, generations are measured apart
 (TTFT, per-token latency, tokens/s) eager and compiled, and a step that recompiles per token is
 flagged."""
@@ -14,10 +14,11 @@ import pytest
 import torch
 from torch import nn
 
-from engine import decode, decode_report
+from engine.analysis import decode_report
+from engine.measure import decode
+from engine.measure.timing import Timer
 from engine.models import llama
 from engine.spec import normalise
-from engine.timing import Timer
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = {"batch": 2, "prompt": 8, "new_tokens": 6, "layers": 2, "hidden": 32, "heads": 4}
@@ -50,7 +51,7 @@ def _run_child(variant: str) -> dict:
                      "backend": "aot_eager", "device": "cpu", "warmup_calls": 3,
                      "min_samples": 3, "min_time_s": 0.0, "max_time_s": 0.2, "pipeline_k": 2,
                      "profile": False, "processes": 1, "warm_cache": False})
-    script = ("import json, sys\nfrom engine.child import Progress, measure\n"
+    script = ("import json, sys\nfrom engine.measure.child import Progress, measure\n"
               "r = measure(json.loads(sys.argv[1]), Progress(None))\n"
               "print(json.dumps({k: r.get(k) for k in ('status', 'error', 'decode', 'correct',"
               " 'samples_ms', 'recompiles')}))")
@@ -158,7 +159,7 @@ class _FakeCudaTensor:
 
 
 def test_float64_reference_is_replaced_by_the_stated_tolerance_when_too_large(monkeypatch):
-    from engine import accuracy
+    from engine.measure import accuracy
 
     class Big(nn.Module):
         def parameters(self, recurse=True):  # 7 B float parameters: 56 GB in float64

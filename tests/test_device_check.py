@@ -1,5 +1,5 @@
-"""The CLI's device check without torch in the CLI (engine/device_check.py) and the server's
-preloads chosen by the run's model (engine/forked.py ``wants_libraries``)."""
+"""The CLI's device check without torch in the CLI (engine/orchestrate/device_check.py) and the server's
+preloads chosen by the run's model (engine/orchestrate/forked.py ``wants_libraries``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import device_probe, forked
+from engine.measure import device_probe
+from engine.orchestrate import forked
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,8 +28,8 @@ def test_libraries_are_preloaded_unless_the_model_is_a_builtin_needing_none() ->
     assert forked.wants_libraries("bert_base")  # requires transformers
     for other in ("hf:bert", "timm:resnet18", "plugin:x", "my_models.py:build", "nosuch"):
         assert forked.wants_libraries(other)
-    assert "engine.preload_libs" not in forked.preloads(False)
-    assert forked.preloads(True)[-1] == forked.preloads(False)[-1] == "engine.preload"
+    assert "engine.orchestrate.preload_libs" not in forked.preloads(False)
+    assert forked.preloads(True)[-1] == forked.preloads(False)[-1] == "engine.orchestrate.preload"
 
 
 def _probe_transformers() -> None:
@@ -87,7 +88,7 @@ def test_run_starts_the_server_before_importing_storage() -> None:
     (sqlalchemy, alembic: 0.7-2.9 s on the 2-core host) then overlaps the server's torch import;
     the MLP's server skips the model libraries, a queued run starts none."""
     code = (
-        "import runpy, sys; from engine import forked; seen = []\n"
+        "import runpy, sys; from engine.orchestrate import forked; seen = []\n"
         "forked.start_early = lambda libraries=True: seen.append(("
         "'sqlalchemy' in sys.modules, 'torch' in sys.modules, libraries))\n"
         "sys.argv = ['engine'] + sys.argv[1:]\n"

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
 import json, sys
-from engine.child import Progress, measure
+from engine.measure.child import Progress, measure
 result = measure(json.loads(sys.argv[1]), Progress(None))
 print(json.dumps({"status": result["status"], "error": result["error"],
                   "dynamo_imported": "torch._dynamo" in sys.modules,

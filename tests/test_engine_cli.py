@@ -26,7 +26,7 @@ def test_tiny_model_eager_and_real_inductor_compile(db_url):
                 "--variants", "eager,default", *FAST, "--min-samples", "8", "--json",
                 db_url=db_url, timeout=420)
     run_id = _run_id(p)
-    assert "leaked semaphore" not in p.stderr, p.stderr[-2000:]  # engine/forked.py
+    assert "leaked semaphore" not in p.stderr, p.stderr[-2000:]  # engine/orchestrate/forked.py
     data = _load(db_url, run_id)
     run = data["runs"].iloc[0]
     assert run["status"] == "done", run["error"]
@@ -218,8 +218,8 @@ def test_a_closed_pipe_ends_the_cli_quietly():
 
 
 def test_the_cli_says_a_provisional_verdict_then_the_final_one():
-    """engine/execute.py's verdict line: provisional while a figure may move, final after."""
-    from engine.execute import verdict_line
+    """engine/orchestrate/execute.py's verdict line: provisional while a figure may move, final after."""
+    from engine.orchestrate.execute import verdict_line
 
     eager = {"variant": "eager", "status": "ok", "median_ms": 2.0, "eager_median_ms": 2.0,
              "speedup": 1.0, "provisional": True}

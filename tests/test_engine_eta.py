@@ -1,4 +1,4 @@
-"""The run's time-left estimate (engine/eta.py): on a fake clock and simulated jobs, and replayed
+"""The run's time-left estimate (engine/orchestrate/eta.py): on a fake clock and simulated jobs, and replayed
 against two real runs on the H200 host (the stored phases of every process, 16 alive at once),
 where the old per-process estimate was several times off once the first process ended."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.eta import Eta, describe, stage_seconds, state_changes
-from engine.schedule import Job
+from engine.orchestrate.eta import Eta, describe, stage_seconds, state_changes
+from engine.orchestrate.schedule import Job
 
 TIMELINES = json.loads((Path(__file__).parent / "fixtures" / "h200_timelines.json").read_text())
 

@@ -1,10 +1,10 @@
-"""The preloaded process server (engine/forked.py): what a forked measuring child starts with."""
+"""The preloaded process server (engine/orchestrate/forked.py): what a forked measuring child starts with."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine import forked
+from engine.orchestrate import forked
 
 pytestmark = pytest.mark.skipif(not forked.enabled(), reason="fork server is Linux-only")
 
@@ -16,7 +16,7 @@ def test_a_fork_holds_nothing_compiled_and_no_cuda_context():
 COMPILER = ("torch._dynamo", "torch._inductor", "torch._functorch", "triton")
 FORKED = """
 import json, sys
-from engine import forked
+from engine.orchestrate import forked
 def dump(path):
     import os
     with open(path, "w") as f:
@@ -54,7 +54,7 @@ def test_a_fork_holds_no_compiler_module(tmp_path):
 
 STARTS = """
 import json, multiprocessing, sys
-from engine import forked
+from engine.orchestrate import forked
 def dump(path):
     import os
     forked._default_start_method()
@@ -103,7 +103,7 @@ def test_process_names_fit_the_kernel_limit():
 def _exit_hook_in_fork() -> None:
     import os
 
-    from engine import preload
+    from engine.orchestrate import preload
 
     os._exit(0 if preload.EXIT_HOOK else 7)
 
@@ -111,7 +111,7 @@ def _exit_hook_in_fork() -> None:
 def test_only_the_server_skips_its_teardown():
     """The server ends with ``os._exit`` (its torch teardown held the runner's output pipes
     open for ~1.2 s after a run); a plain import, as here in pytest, must keep its exit code."""
-    from engine import preload
+    from engine.orchestrate import preload
 
     assert not preload.EXIT_HOOK
     proc = forked.context().Process(target=_exit_hook_in_fork)
@@ -134,7 +134,7 @@ def test_stopping_unused_servers_ends_them(monkeypatch):
     import time
     from multiprocessing import forkserver
 
-    from engine import hostload
+    from engine.measure import hostload
 
     forked.start_early()
     pid = forkserver._forkserver._forkserver_pid
@@ -156,7 +156,7 @@ def test_a_live_process_is_not_gone_and_a_killed_one_is():
     import subprocess
     import sys
 
-    from engine import hostload
+    from engine.measure import hostload
 
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

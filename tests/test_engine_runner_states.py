@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine import runner
+from engine.orchestrate import runner
 
 
 class FakeGates:

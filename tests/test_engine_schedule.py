@@ -1,4 +1,4 @@
-"""The runner's scheduling rules (engine/schedule.py), on simulated processes: timing is alone,
+"""The runner's scheduling rules (engine/orchestrate/schedule.py), on simulated processes: timing is alone,
 it waits for quiet, batches do not hold each other up, warm-cache compiles wait for the cold
 one, max-autotune compiles alone, and with one process at a time the old serial order holds."""
 
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from engine.schedule import (
+from engine.orchestrate.schedule import (
     ALIVE,
     BUSY,
     Job,
@@ -268,7 +268,7 @@ def test_real_run_side_by_side_no_timing_window_overlaps_other_work() -> None:
     """Three processes alive at once (aot_eager, CPU): every timing window of every process lies
     outside every other process's working phases (imports, setup parts, compile), as stored in
     the result (``processes[*].phases``); each process still times, and waits at its gates."""
-    from engine.runner import run_variants
+    from engine.orchestrate.runner import run_variants
     from engine.spec import normalise
 
     spec = normalise({"model": "mlp", "dims": {"batch": 4, "hidden": 32},
@@ -337,8 +337,8 @@ def test_real_run_a_speculative_process_is_ended_or_confirmed(target, processes,
                                                               monkeypatch):
     """Where the whole run fits in one batch, the first adaptive process starts with it and
     times after the others (aot_eager, CPU, 8 alive)."""
-    from engine import stats
-    from engine.runner import run_variants
+    from engine.analysis import stats
+    from engine.orchestrate.runner import run_variants
     from engine.spec import normalise
 
     if target:  # two processes of a 20-us model on a loaded 2-core host can disagree so much

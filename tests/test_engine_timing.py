@@ -10,10 +10,10 @@ import time
 import pytest
 import torch
 
-from engine.child import steady_rounds
-from engine.crosscheck import cross_check
-from engine.hostload import HostLoad, settle_compile_workers
-from engine.timing import Timer
+from engine.measure.child import steady_rounds
+from engine.measure.crosscheck import cross_check
+from engine.measure.hostload import HostLoad, settle_compile_workers
+from engine.measure.timing import Timer
 
 
 class FakeTimer:
@@ -95,7 +95,7 @@ import json, os, sys, time
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "3"
 import torch
 from torch._inductor import async_compile as ac
-from engine.hostload import _children, stop_compile_workers
+from engine.measure.hostload import _children, stop_compile_workers
 ac.AsyncCompile.warm_pool(); ac.AsyncCompile.wakeup(); ac.AsyncCompile.wait_pool_ready(240)
 side = list(ac._pool_set)[0].process.pid
 pids = [side, *_children(side)]
@@ -133,7 +133,7 @@ def test_stop_compile_workers_ends_the_pool_at_once_and_compiles_in_process_afte
 def test_stop_compile_workers_without_a_pool_is_harmless(monkeypatch):
     from torch._inductor import config
 
-    from engine.hostload import stop_compile_workers
+    from engine.measure.hostload import stop_compile_workers
 
     monkeypatch.setattr(config, "compile_threads", config.compile_threads)  # restored after
     info = stop_compile_workers()

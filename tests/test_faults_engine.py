@@ -16,10 +16,10 @@ import pytest
 from conftest import FIXTURES, ROOT, run_cli
 from sqlalchemy.exc import OperationalError
 
-from engine import forked
-from engine.runner import run_variants
+from engine.orchestrate import forked
+from engine.orchestrate.runner import run_variants
+from engine.orchestrate.worker import Worker
 from engine.spec import normalise
-from engine.worker import Worker
 from storage import mask_url, open_database, queries, queue
 
 # The slow tier (make test-slow, run by .ci/run): process and database faults.
@@ -50,10 +50,10 @@ def _status(url: str, run_id: int) -> tuple[str, str | None]:
 
 def _children(pid: int) -> list[psutil.Process]:
     try:
-        # not the process server, whose command line names engine.child among its preloads
+        # not the process server, whose command line names engine.measure.child among its preloads
         # (it starts while the spec is checked, before any measuring child exists)
         return [p for p in psutil.Process(pid).children(recursive=True)
-                if ("engine.child" in " ".join(p.cmdline())
+                if ("engine.measure.child" in " ".join(p.cmdline())
                     and "multiprocessing.forkserver" not in " ".join(p.cmdline()))
                 or p.name().startswith(forked.NAME_PREFIX)]
     except psutil.Error:

@@ -36,7 +36,7 @@ import pytest
 from conftest import ROOT, run_cli
 from sqlalchemy import select
 
-from engine import forked
+from engine.orchestrate import forked
 from storage.db import Database, create_db_engine, resolve_url
 from storage.models import Run
 from storage.records import load_run
@@ -168,7 +168,7 @@ class Worker:
         return self.proc.poll() is None
 
     def children(self) -> list[psutil.Process]:
-        """The measuring children (``python -m engine.child``)."""
+        """The measuring children (``python -m engine.measure.child``)."""
         try:
             kids = psutil.Process(self.proc.pid).children(recursive=True)
         except psutil.NoSuchProcess:
@@ -176,7 +176,7 @@ class Worker:
         out = []
         for kid in kids:
             with contextlib.suppress(psutil.Error):
-                if (("engine.child" in kid.cmdline() or kid.name().startswith(forked.NAME_PREFIX))
+                if (("engine.measure.child" in kid.cmdline() or kid.name().startswith(forked.NAME_PREFIX))
                         and kid.status() != psutil.STATUS_ZOMBIE):
                     out.append(kid)
         return out

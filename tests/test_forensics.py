@@ -1,5 +1,5 @@
-"""Compile forensics: cache counters per compile (engine/forensics.py) and the lost-time account
-(engine/losttime.py). Fast tests feed the analysis torch-shaped input; the slow ones run real
+"""Compile forensics: cache counters per compile (engine/measure/forensics.py) and the lost-time account
+(engine/measure/losttime.py). Fast tests feed the analysis torch-shaped input; the slow ones run real
 inductor compiles on tiny models in fresh child processes, as the engine does."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import forensics, losttime
+from engine.measure import forensics, losttime
 
 ROOT = Path(__file__).resolve().parent.parent
 BREAKS = str(ROOT / "engine" / "models" / "breaks.py")
@@ -26,7 +26,7 @@ def test_cache_log_install_imports_nothing():
     import subprocess
     import sys
 
-    code = ("import sys, torch\nfrom engine import forensics\nbefore = set(sys.modules)\n"
+    code = ("import sys, torch\nfrom engine.measure import forensics\nbefore = set(sys.modules)\n"
             "forensics.CompileWatch('cold').__enter__()\n"
             "print(sorted(m for m in set(sys.modules) - before if m.startswith(('torch._inductor', "
             "'torch._functorch', 'torch._dynamo'))))")
@@ -201,7 +201,7 @@ def test_recompile_item_counts_attempts_after_the_first():
 # ---------------------------------------------------------------- real compiles, slow
 CHILD = """
 import json, sys
-from engine.child import Progress, measure
+from engine.measure.child import Progress, measure
 from engine.spec import normalise
 model, variant, phase, dims, backend = sys.argv[1:6]
 run = normalise({"model": model, "variants": ["eager", variant], "dims": json.loads(dims),
@@ -261,7 +261,7 @@ def test_graph_break_model_lost_time_names_its_three_breaks(tmp_path):
 def test_roofline_counts_matmul_flops_and_estimates_bytes():
     import torch
 
-    from engine import roofline
+    from engine.measure import roofline
 
     model = torch.nn.Linear(64, 32, bias=False)
     x = torch.randn(8, 64)

@@ -9,7 +9,7 @@ import pytest
 from conftest import run_cli
 from gate_support import ENV, finished_run, spread
 
-from engine.cli import main
+from engine.cli.main import main
 from storage import open_database
 
 

@@ -1,4 +1,4 @@
-"""The gate's statistics on synthetic runs (engine/gate.py): a change is a regression only when
+"""The gate's statistics on synthetic runs (engine/analysis/gate.py): a change is a regression only when
 it is both statistically real and beyond its threshold."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from engine.gate import (
+from engine.analysis.gate import (
     Thresholds,
     compare_compile,
     compare_speedup,
@@ -18,8 +18,8 @@ from engine.gate import (
     log_estimate,
     welch_lower_p,
 )
-from engine.gate_report import to_json, to_markdown
-from engine.headline import headline
+from engine.analysis.gate_report import to_json, to_markdown
+from engine.analysis.headline import headline
 
 THR = Thresholds()
 

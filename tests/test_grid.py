@@ -1,4 +1,4 @@
-"""Grid runs (engine/grid.py, engine/grid_plan.py): variant names that encode a config, the
+"""Grid runs (engine/grid.py, engine/analysis/grid_plan.py): variant names that encode a config, the
 expansion of --option values, torch.compile's arguments, the grid-size limit, the estimate."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from engine import grid
-from engine.grid_plan import plan
+from engine.analysis.grid_plan import plan
 from engine.spec import ALL_VARIANTS, SpecError, normalise, split_variant
 from tests.conftest import FAST, run_cli
 
@@ -172,7 +172,7 @@ def test_config_keys_of_runs_without_grid_options_are_unchanged() -> None:
     """Pinned baselines store config keys: options added since must not change them (the
     literals are the keys of the nine config fields the spec had when keys were introduced:
     model, dims, sweep, dtype, device, backend, dynamic, fullgraph, seed)."""
-    from engine.config_key import config_key
+    from contract.config_key import config_key
 
     assert config_key({"model": "mlp", "dims": {"batch": 32, "hidden": 1024}}) == \
         "7aa4769926c2c772"

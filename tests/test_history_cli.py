@@ -7,7 +7,7 @@ import json
 from conftest import run_cli
 from gate_support import finished_run, spread
 
-from engine.cli import main
+from engine.cli.main import main
 from storage import open_database
 from storage.records import load_run
 
@@ -80,7 +80,7 @@ def test_rerun_queues_the_same_spec(tmp_path, capsys):
     a, b = load_run(db, old), load_run(db, new)
     assert b["status"] == "queued" and b["tags"] == ["nightly"]
     assert b["note"] == f"rerun of run {old}"
-    from engine.config_key import config_key
+    from contract.config_key import config_key
 
     assert config_key(a["spec"]) == config_key(b["spec"])
     assert main(["rerun", "99", "--db", url]) == 2

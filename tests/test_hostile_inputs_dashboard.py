@@ -23,13 +23,13 @@ import pytest
 from test_dashboard_app import app, button, no_exceptions, seed_done, texts
 from test_dashboard_data import failed_result, mlp_results, spec, sweep_results
 
+from contract.text import MAX_NOTE_CHARS
 from dashboard import report, safe, tables, widgets
 from dashboard.verdict import verdict_for_run
 from storage import bundle as bundle_mod
 from storage import bundle_validation, queries, queue, results
 from storage.db import open_database
 from storage.models import Run
-from storage.text import MAX_NOTE_CHARS
 
 IMAGE = "![x](http://evil/)"
 SCRIPT = "<script>alert(1)</script>"
@@ -388,9 +388,9 @@ HOSTILE_COMPILE_LOADS = {
 
 @pytest.mark.parametrize("case", list(HOSTILE_COMPILE_LOADS))
 def test_hostile_compile_load_in_a_bundle_says_nothing(db, good_bundle, case):
-    """``compile_load`` (engine/compile_load.py) comes back from bundles and rows: a figure that
+    """``compile_load`` (engine/measure/compile_load.py) comes back from bundles and rows: a figure that
     is not a plausible measurement flags no compile, and no page, report or ``show`` fails."""
-    from engine.report import format_run
+    from engine.analysis.show import format_run
 
     b = copy.deepcopy(good_bundle)
     compiled = next(v for v in b["runs"][0]["variants"] if v["variant"] != "eager")

@@ -19,7 +19,7 @@ import pytest
 from conftest import FIXTURES, run_cli
 from sqlalchemy import text
 
-from engine.worker import Worker
+from engine.orchestrate.worker import Worker
 from storage import open_database, queue
 from storage.models import Run
 
@@ -274,7 +274,7 @@ def test_an_allowed_worker_does_import_file_references(row_lab, tmp_path):
 
 
 def test_cli_worker_flag_and_env_switch_allow_user_models(tmp_path):
-    from engine.cli import build_parser
+    from engine.cli.main import build_parser
     from engine.spec import user_models_allowed_by_env
 
     args = build_parser().parse_args(["worker", "--allow-user-models"])
@@ -291,7 +291,7 @@ def test_cli_worker_flag_and_env_switch_allow_user_models(tmp_path):
 
 
 # A measuring process reads facts an earlier process of its run left in the runner's private
-# folder (engine/run_share.py).  Whatever is found there that is not exactly what the engine
+# folder (engine/measure/run_share.py).  Whatever is found there that is not exactly what the engine
 # writes is computed again, never passed on to the result.
 GOOD_BREAK = {"reason": "print", "file": "m.py", "line": 3, "count": 1}
 SHARED_CASES = [
@@ -323,7 +323,7 @@ SHARED_CASES = [
 @pytest.mark.parametrize("name,content", [c[::2] for c in SHARED_CASES],
                          ids=[c[1] for c in SHARED_CASES])
 def test_a_crafted_shared_fact_is_computed_again(name, content, tmp_path, monkeypatch):
-    from engine import run_share
+    from engine.measure import run_share
 
     monkeypatch.setenv(run_share.ENV, str(tmp_path))
     (tmp_path / f"{name}.json").write_text(content)

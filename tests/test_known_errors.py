@@ -1,12 +1,14 @@
 """Known torch errors explained (engine/known_errors.py): regional compilation with CUDA graphs,
 as it failed for BERT and the GPT stack on the H200, for runs stored with the raw error and for
-new runs (engine/startup.py)."""
+new runs (engine/measure/startup.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine import forensics_report, known_errors, startup
+from engine import known_errors
+from engine.analysis import forensics_report
+from engine.measure import startup
 
 # What a run stored on the H200 (torch 2.11) for BERT's regional strategy, before the mapping.
 STORED = ("RuntimeError while compiling: Error: accessing tensor output of CUDAGraphs that has "

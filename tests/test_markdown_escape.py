@@ -5,7 +5,7 @@ spans while parsing the source, then matches ``:material_NAME:`` (after rewritin
 ``:material/`` to ``:material_``), ``:streamlit:`` and remark-emoji's ``:NAME:`` in the text
 *after* Markdown escapes are resolved. ``rendered_text`` below does what the parser does to
 escapes, and the patterns are the frontend's own regular expressions: a test fails if any of
-them would still fire on what ``safe.md`` / ``engine.verdict.md_escape`` produce. The browser
+them would still fire on what ``safe.md`` / ``engine.analysis.verdict.md_escape`` produce. The browser
 test of the shared deployment checks the same strings in a real page.
 """
 
@@ -15,9 +15,9 @@ import re
 
 import pytest
 
+from contract.text import WORD_JOINER, defuse_shortcodes
 from dashboard import safe
-from engine.verdict import md_escape
-from storage.text import WORD_JOINER, defuse_shortcodes
+from engine.analysis.verdict import md_escape
 
 ATTACKS = [
     ":material/verified:", "done :material/check_circle: all good", ":material_verified:",

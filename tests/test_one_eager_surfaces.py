@@ -3,7 +3,7 @@ compiled figure (issue 36).
 
 A run is built the way the runner builds it: simulated measuring processes whose eager moves
 from process to process (a launch-bound eager following the host), statistics from
-``engine.variant_stats.add_stats`` over the whole run, stored through ``storage``.  Then every
+``engine.analysis.variant_stats.add_stats`` over the whole run, stored through ``storage``.  Then every
 surface that shows eager, compiled and speedup is read back: ``show --json``, ``show``'s table,
 the dashboard's variants table and its CSV, the HTML report, the verdict's sentences and
 ``recommend``.  Rounding: each surface's own (show prints 4 decimals of ms and 2 of the
@@ -19,9 +19,10 @@ import re
 import numpy as np
 import pytest
 
-from engine import recommend, report
-from engine.variant_stats import add_stats
-from engine.verdict import decide
+from engine.analysis import recommend
+from engine.analysis import show as report
+from engine.analysis.variant_stats import add_stats
+from engine.analysis.verdict import decide
 from storage import enqueue_run, finish_run, open_database, save_variant_result
 from storage.queries import load_runs
 

@@ -1,12 +1,12 @@
 """The pipelined K: the spec's K, capped to a time budget of about 75 ms a sample on every device
-(engine/pipeline_k.py), chosen once per process from its first block of per-call times."""
+(engine/measure/pipeline_k.py), chosen once per process from its first block of per-call times."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine import pipeline_k
-from engine.child import Progress, measure, steady_rounds, timing_budget
+from engine.measure import pipeline_k
+from engine.measure.child import Progress, measure, steady_rounds, timing_budget
 from engine.spec import normalise
 
 

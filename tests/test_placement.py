@@ -1,4 +1,4 @@
-"""Where a measuring process times (engine/placement.py) and the host probe (engine/host_probe)."""
+"""Where a measuring process times (engine/measure/placement.py) and the host probe (engine/host_probe)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from engine import host_probe, placement
+from engine.measure import host_probe, placement
 
 
 def test_timing_core_only_on_gpu_hosts_with_enough_cpus(monkeypatch):

@@ -1,4 +1,4 @@
-"""engine/recommend.py: the arithmetic of ``python -m engine recommend`` on fixed inputs, and
+"""engine/analysis/recommend.py: the arithmetic of ``python -m engine recommend`` on fixed inputs, and
 the command on the real H200 runs of data/h200_bundle.json (imported first)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.recommend import Candidate, envelope, recommend
+from engine.analysis.recommend import Candidate, envelope, recommend
 from tests.conftest import ROOT, run_cli
 
 
@@ -189,8 +189,8 @@ def test_eager_reference_is_the_geometric_mean_of_the_paired_eager_times() -> No
 
 @pytest.mark.parametrize("first_s,speedup", [(26.6, 4.06), (31.8, 1.38), (3.0, 1.02)])
 def test_one_variant_changes_where_the_stats_break_even_says(first_s, speedup) -> None:
-    """The verdict's break-even (engine.stats) and recommend's change point are one figure."""
-    from engine.stats import break_even_calls
+    """The verdict's break-even (engine.analysis.stats) and recommend's change point are one figure."""
+    from engine.analysis.stats import break_even_calls
 
     eager_first_ms, eager_ms = 34.7, 34.69
     rows = [row("eager", per_ms=40.9),

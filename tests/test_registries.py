@@ -1,4 +1,4 @@
-"""Registries by name: ``timm:NAME``, ``torchvision:NAME``, ``hf:ARCH`` (engine/registries.py,
+"""Registries by name: ``timm:NAME``, ``torchvision:NAME``, ``hf:ARCH`` (engine/models/registries.py,
 engine/models/registry.py): validated by the one validator, listed and searched by the CLI, built
 with tiny shapes from config (random weights, no download) and measured by the child.
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import registries
-from engine.catalogue import CatalogueError, get_model, load_factory
+from engine.models import registries
+from engine.models.catalogue import CatalogueError, get_model, load_factory
 from engine.spec import SpecError, is_reference, normalise
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,7 +163,7 @@ def test_cli_lists_registries_and_searches_names():
 
 CHILD = """
 import json, sys
-from engine.child import Progress, measure
+from engine.measure.child import Progress, measure
 r = measure(json.loads(sys.argv[1]), Progress(None))
 print(json.dumps({k: r.get(k) for k in ("status", "error", "arch", "correct", "accuracy_ok",
                                         "samples_ms", "first_call_cold_s", "hf_generate")}))

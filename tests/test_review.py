@@ -1,4 +1,4 @@
-"""engine/review.py: a run against its baseline, and a tag's runs over a window, judged by the
+"""engine/analysis/review.py: a run against its baseline, and a tag's runs over a window, judged by the
 gate (runs fabricated from a shipped H200 run, imported through storage.bundle)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from review_support import import_runs, make_run, week_of_runs
 
-from engine.gate import Thresholds
-from engine.review import against_baseline, load_window, review, verdict_label
+from engine.analysis.gate import Thresholds
+from engine.analysis.review import against_baseline, load_window, review, verdict_label
 from storage import open_database
 from storage.selection import pin_run, pin_tag
 

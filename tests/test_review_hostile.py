@@ -8,7 +8,7 @@ from review_support import import_runs, make_run
 from test_review import db  # noqa: F401  (fixture)
 
 from dashboard import charts_review, report_review, review_tables
-from engine.review import load_window, review
+from engine.analysis.review import load_window, review
 
 EVIL = "<img src=x onerror=alert(1)>"
 

@@ -1,7 +1,7 @@
 """The eager process leaves its FLOP count to the first compiled process (counting imports the
-compiler, which eager's timing slot should not pay), on any device (engine/roofline.py)."""
+compiler, which eager's timing slot should not pay), on any device (engine/measure/roofline.py)."""
 
-from engine import roofline
+from engine.measure import roofline
 
 RUN = {"variants": ["eager", "default"]}
 

@@ -1,4 +1,4 @@
-"""engine/run_share.py: facts every measuring process of a run would compute alike (the
+"""engine/measure/run_share.py: facts every measuring process of a run would compute alike (the
 graph-break trace, eager's profile) are computed by the first process and read by the rest."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import run_share
+from engine.measure import run_share
 
 ROOT = Path(__file__).resolve().parents[1]
 BREAKS = {"graph_count": 2, "graph_break_count": 1,
@@ -54,7 +54,7 @@ def test_only_known_facts_are_shared():
 
 CHILD = """
 import json, sys
-from engine.child import Progress, measure
+from engine.measure.child import Progress, measure
 from engine.spec import normalise
 variant, phase, ahead = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 run = normalise({"model": "graph_breaks", "variants": ["eager", "default", "default@dyn=1"],
@@ -115,8 +115,8 @@ def test_a_further_process_traces_the_breaks_before_its_first_call(tmp_path):
 
 def test_one_profiler_pass_gives_the_kernel_figures():
     """A compiled variant's lost-time pass also gives its kernels and device-busy time per call
-    (engine/slot_tail.py), counted as ``signals.profile_calls`` counts them."""
-    from engine.losttime import LostTime
+    (engine/measure/slot_tail.py), counted as ``signals.profile_calls`` counts them."""
+    from engine.measure.losttime import LostTime
 
     lost = object.__new__(LostTime)
     lost.error, lost.cuda, lost.frames = None, True, {}
@@ -135,8 +135,8 @@ def test_a_trace_ahead_that_raises_is_left_to_the_tail(tmp_path, monkeypatch):
     the process); nothing is left shared, so the cold process's tail traces and reports it."""
     import torch._dynamo
 
-    from engine import signals, slot_tail
-    from engine.child import PhaseClock
+    from engine.measure import signals, slot_tail
+    from engine.measure.child import PhaseClock
 
     def boom(model, inputs):
         raise RuntimeError("explain failed")

@@ -1,4 +1,4 @@
-"""Shape distributions (engine/shape_mix.py): weights validated against the sweep, a seeded
+"""Shape distributions (engine/measure/shape_mix.py): weights validated against the sweep, a seeded
 replay in the mix, the expected per-request time with recompile stalls, on fixed inputs; and one
 aot_eager run that replays a mix end to end."""
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from engine import shape_mix
+from engine.measure import shape_mix
 from engine.spec import SpecError, normalise
 from tests.conftest import FAST, run_cli
 

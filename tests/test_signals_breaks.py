@@ -1,5 +1,5 @@
-"""Graph breaks dynamo counted that ``explain`` of the model did not see (engine/signals.py)."""
-from engine import signals
+"""Graph breaks dynamo counted that ``explain`` of the model did not see (engine/measure/signals.py)."""
+from engine.measure import signals
 
 OPT_BREAK = ("Call to `torch._dynamo.graph_break()`\n  Explanation: User-inserted graph break. "
              "Message: None\n  Hint: Remove the `torch._dynamo.graph_break()` call.")

@@ -1,4 +1,4 @@
-"""Tests for engine/stats.py against distributions whose answers are known in advance."""
+"""Tests for engine/analysis/stats.py against distributions whose answers are known in advance."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.contract import STATS_KEYS
-from engine.stats import (
+from contract.schema import STATS_KEYS
+from engine.analysis.stats import (
     Summary,
     break_even_calls,
     history_prior,
     speedup_ci,
     summarize,
 )
-from engine.variant_stats import add_stats
+from engine.analysis.variant_stats import add_stats
 
 Z90 = 1.2815515655446004  # standard normal 90th percentile
 Z75 = 0.6744897501960817  # standard normal 75th percentile
@@ -415,7 +415,7 @@ def test_history_prior_reads_only_clean_numbers():
 
 
 def test_the_t_quantile_and_chi_square_tail_are_scipy_stats_own():
-    """engine/stats.py takes them from scipy.special (a lighter import on every run's path):
+    """engine/analysis/stats.py takes them from scipy.special (a lighter import on every run's path):
     the same numbers as scipy.stats' t.ppf and chi2.sf, so no interval moved."""
     from scipy import special, stats
 

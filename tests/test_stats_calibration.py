@@ -1,7 +1,7 @@
 """Calibration of the speedup interval on simulated runs whose true speedups are known.
 
-Each simulated run goes through the code the runner uses: ``engine.variant_stats.add_stats``
-over the whole run (the shared variance, the history prior) and ``engine.stats.stop_reason``
+Each simulated run goes through the code the runner uses: ``engine.analysis.variant_stats.add_stats``
+over the whole run (the shared variance, the history prior) and ``engine.analysis.stats.stop_reason``
 with the shipped defaults (``RunSpec``: process count, maximum, target half-width).  A process
 of variant v reads eager and compiled in paired rounds; the process's own offset of the log
 speedup has standard deviation ``tau[v]`` (a launch-bound eager follows the host, DESIGN §7),
@@ -29,9 +29,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from engine.contract import RunSpec
-from engine.stats import VariancePrior, rel_halfwidth, speedup_ci, stop_reason
-from engine.variant_stats import add_stats
+from contract.schema import RunSpec
+from engine.analysis.stats import VariancePrior, rel_halfwidth, speedup_ci, stop_reason
+from engine.analysis.variant_stats import add_stats
 
 NOISE_SD = 0.02  # marginal sd of per-call noise (log scale)
 AR = 0.7  # lag-1 autocorrelation of that noise, call to call

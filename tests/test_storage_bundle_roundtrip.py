@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
+from contract.text import MAX_NOTE_CHARS, MAX_TAGS
 from storage import export_bundle, import_bundle_result, open_database
 from storage.queries import load_runs
 from storage.queue import claim_run, enqueue_run, finish_run
 from storage.results import save_variant_result, set_note, set_tags
-from storage.text import MAX_NOTE_CHARS, MAX_TAGS
 from tests.test_storage_support import run_spec
 
 HOSTILE = ["![x](http://evil/)", "<script>alert(1)</script>", "=cmd|' /C calc'!A0", "+1", "-2",
@@ -41,7 +41,7 @@ def _text(rng: random.Random, limit: int) -> str:
 
 
 def _tag(rng: random.Random) -> str:
-    """A tag the one text rule accepts (storage.text: one visible line): hostile text minus
+    """A tag the one text rule accepts (contract.text: one visible line): hostile text minus
     control and format characters, which the rule refuses everywhere."""
     text = "".join(c for c in _text(rng, 100) if unicodedata.category(c) not in ("Cc", "Cf"))
     return text.strip() or "t"

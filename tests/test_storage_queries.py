@@ -227,7 +227,7 @@ def test_list_runs_and_load_runs_are_fast_on_10k_runs(big_db):
 
 
 def test_host_load_comes_from_extra_and_show_says_when_it_was_busy(db):
-    from engine.report import format_run
+    from engine.analysis.show import format_run
 
     run_id = enqueue_run(db, run_spec())
     claim_next_run(db, "w")
@@ -244,7 +244,7 @@ def test_host_load_comes_from_extra_and_show_says_when_it_was_busy(db):
 def test_show_keeps_the_dirty_mark_of_the_commit(db):
     """The commit is shortened to 10 hex digits, but "+dirty" (the code that ran differed from
     that commit) must survive: the H200 run of 2026-12-02 printed a bare "c4e9715da9"."""
-    from engine.report import format_run
+    from engine.analysis.show import format_run
 
     run_id = enqueue_run(db, run_spec())
     claim_next_run(db, "w")

@@ -7,8 +7,8 @@ import json
 import pytest
 from gate_support import finished_run, spread
 
-from engine.cli import main
-from engine.suite import SuiteError, parse_override, parse_suite
+from engine.cli.main import main
+from engine.cli.suite_file import SuiteError, parse_override, parse_suite
 from storage import list_runs, open_database
 
 GOOD = """

@@ -1,4 +1,4 @@
-"""Kept TORCH_TRACE logs (spec keep_trace, engine/torch_trace.py, storage/artifacts.py,
+"""Kept TORCH_TRACE logs (spec keep_trace, engine/measure/torch_trace.py, storage/artifacts.py,
 ``python -m engine trace``). Fast tests work on files and the database; the slow one runs the
 tiny MLP end to end with aot_eager (the compiler is not the point) and reads torch's own log."""
 
@@ -12,8 +12,8 @@ import pytest
 from alembic import command
 from sqlalchemy import inspect
 
-from engine import torch_trace
-from engine.config_key import config_key
+from contract.config_key import config_key
+from engine.measure import torch_trace
 from engine.spec import SpecError, normalise
 from storage import artifacts, delete_runs, open_database
 from storage.db import (
@@ -249,7 +249,7 @@ def test_keep_trace_stores_torchs_structured_log_and_a_run_without_it_stores_non
 CHILD = """
 import os, sys
 import torch  # imported before TORCH_TRACE is set, as in a fork of the preloaded server
-from engine import torch_trace
+from engine.measure import torch_trace
 os.environ["TORCH_TRACE"] = sys.argv[1]
 assert torch_trace.enable_in_child() is None
 torch.compile(lambda x: x.sin() + 1, backend="eager")(torch.ones(3))

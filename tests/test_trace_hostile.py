@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import process, torch_trace
-from engine.cli import main
+from contract.text import one_line
+from engine.cli.main import main
+from engine.measure import torch_trace
+from engine.orchestrate import process
 from storage import artifacts, open_database
-from storage.text import one_line
 from tests.test_torch_trace import LINE, _finished_run
 
 DATA = gzip.compress(LINE.encode())

@@ -1,4 +1,4 @@
-"""The training step (engine/train_step.py) through the measuring child, its options in the one
+"""The training step (engine/measure/train_step.py) through the measuring child, its options in the one
 validator, the CLI and the dashboard form. Plumbing on CPU with ``aot_eager``; one real inductor
 compile is in the slow tier."""
 
@@ -21,7 +21,7 @@ QUICK = {"device": "cpu", "warmup_calls": 3, "min_samples": 3, "min_time_s": 0.0
          "backend": "aot_eager"}
 SCRIPT = """
 import json, sys
-from engine.child import Progress, measure
+from engine.measure.child import Progress, measure
 out = []
 for run, variant in json.loads(sys.argv[1]):
     r = measure({"run": run, "variant": variant, "phase": "cold"}, Progress(None))

@@ -30,7 +30,7 @@ import pytest
 from conftest import FIXTURES, ROOT, run_cli
 from sqlalchemy import select
 
-from engine import forked
+from engine.orchestrate import forked
 from engine.spec import normalise
 from storage import open_database, queries, queue
 from storage.models import Run
@@ -106,7 +106,7 @@ class WorkerProc:
                         f"{self.name} to log {pattern!r}", self.log)
 
     def children(self) -> list[psutil.Process]:
-        """The worker's measuring children (``python -m engine.child``)."""
+        """The worker's measuring children (``python -m engine.measure.child``)."""
         try:
             kids = psutil.Process(self.pid).children(recursive=True)
         except psutil.NoSuchProcess:
@@ -114,7 +114,7 @@ class WorkerProc:
         out = []
         for kid in kids:
             try:
-                if "engine.child" in kid.cmdline() or kid.name().startswith(forked.NAME_PREFIX):
+                if "engine.measure.child" in kid.cmdline() or kid.name().startswith(forked.NAME_PREFIX):
                     out.append(kid)
             except psutil.Error:
                 pass

@@ -13,8 +13,8 @@ import time
 import pytest
 from sqlalchemy import text
 
-from engine.hardware import describe, probe_capabilities
-from engine.worker import Worker
+from engine.orchestrate.hardware import describe, probe_capabilities
+from engine.orchestrate.worker import Worker
 from storage import open_database, queries, queue
 from storage.workers import Capabilities, live_workers
 
@@ -85,10 +85,10 @@ def test_a_row_whose_columns_and_spec_disagree_is_refused_never_measured(
     """Someone writing the shared database queues a run whose columns say "any worker" while
     its spec asks for a GPU model or torch release this worker lacks: the claim query (columns)
     lets the worker take it; the worker checks the spec and fails the run with the reason."""
-    import engine.worker
+    import engine.orchestrate.worker
 
     measured = []
-    monkeypatch.setattr(engine.worker, "execute_run", lambda *a, **k: measured.append(a))
+    monkeypatch.setattr(engine.orchestrate.worker, "execute_run", lambda *a, **k: measured.append(a))
     db = open_database(db_url)
     run_id = queue.enqueue_run(db, {"model": "mlp", "dims": {"hidden": 8}, "device": "cpu"})
     spec = {"model": "mlp", "dims": {"hidden": 8}, "device": "cpu", **spec_needs}
@@ -104,10 +104,10 @@ def test_a_row_whose_columns_and_spec_disagree_is_refused_never_measured(
 
 def test_a_row_whose_spec_this_worker_serves_is_measured(db_url, monkeypatch):
     """The control: the same hand-written row, with a requirement the worker meets, is run."""
-    import engine.worker
+    import engine.orchestrate.worker
 
     measured = []
-    monkeypatch.setattr(engine.worker, "execute_run",
+    monkeypatch.setattr(engine.orchestrate.worker, "execute_run",
                         lambda db, run_id, spec, *a, **k: measured.append(spec) or "done")
     db = open_database(db_url)
     run_id = queue.enqueue_run(db, {"model": "mlp", "dims": {"hidden": 8}, "device": "cpu"})

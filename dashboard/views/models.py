@@ -21,7 +21,7 @@ widgets.set_param("q", text)
 try:
     models = data.catalogue()
 except Exception as exc:  # noqa: BLE001 - the engine's own message is the most useful
-    st.error(f"Cannot load the model catalogue (engine.catalogue): {safe.md(exc, 500)}")
+    st.error(f"Cannot load the model catalogue (engine.models.catalogue): {safe.md(exc, 500)}")
     st.stop()
 
 st.subheader("Catalogue")

@@ -32,7 +32,7 @@ if not auth.can_write():
 try:
     models = data.catalogue()
 except Exception as exc:  # noqa: BLE001 - the engine's own message is the most useful
-    st.error(f"Cannot load the model catalogue (engine.catalogue): {safe.md(exc, 500)}",
+    st.error(f"Cannot load the model catalogue (engine.models.catalogue): {safe.md(exc, 500)}",
              icon=":material/error:")
     st.stop()
 if not models:

@@ -1,5 +1,5 @@
 """Review (``?tag=nightly`` or ``?suite=ci-small``, ``&since=…&until=…``): for the weekly
-meeting, did anything get slower, where and why. Logic in engine/review.py, tables in
+meeting, did anything get slower, where and why. Logic in engine/analysis/review.py, tables in
 dashboard/review_tables.py, figures in dashboard/charts_review.py, the HTML export in
 dashboard/report_review.py."""
 

@@ -9,7 +9,7 @@ reduce-overhead can replay it as one CUDA graph, which is what makes compiled de
 
 ``forward(tokens [B, T], input_pos [T]) -> logits [B, T, vocab]`` serves both prefill (T = the
 prompt) and one decode step (T = 1). The catalogue's ``llama_decode`` times one decode step
-through the ordinary protocol; ``engine/decode.py`` measures prefill and whole generations.
+through the ordinary protocol; ``engine/measure/decode.py`` measures prefill and whole generations.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class Llama(nn.Module):
 def build(batch: int = 1, prompt: int = 128, new_tokens: int = 128, layers: int = 16,
           hidden: int = 2048, heads: int = 32):
     """``llama_decode``: the module and the inputs of ONE decode step (the token right after the
-    prompt), which the ordinary protocol times; ``compilelab_decode`` tells engine/decode.py
+    prompt), which the ordinary protocol times; ``compilelab_decode`` tells engine/measure/decode.py
     how to run prefill and whole generations on the same module."""
     model = Llama(layers, hidden, heads, batch, max_seq=prompt + new_tokens)
     model.compilelab_decode = {"batch": batch, "prompt": prompt, "new_tokens": new_tokens,

@@ -1,4 +1,4 @@
-"""Losses the catalogue's factories return for the training step (engine/train_step.py).
+"""Losses the catalogue's factories return for the training step (engine/measure/train_step.py).
 
 A factory may return ``(model, inputs, loss_fn)``; ``loss_fn(output) -> scalar tensor`` closes
 over labels drawn from the seeded RNG when the factory ran, so every process, every variant and

@@ -33,7 +33,7 @@ def bert_base(batch: int = 8, seq: int = 128):
 
     model = BertModel(BertConfig())  # bert-base-uncased shape: 12 layers, 768 hidden, 12 heads
     # training: no loss here, so the default one (MSE of the last hidden state against a fixed
-    # random target, engine/train_step.py) trains every layer of the encoder
+    # random target, engine/measure/train_step.py) trains every layer of the encoder
     return _LastHidden(model), (torch.randint(0, 30522, (batch, seq)),)
 
 

@@ -1,5 +1,5 @@
 """Builders of registry models (``timm:NAME``, ``torchvision:NAME``, ``hf:ARCH``): random
-weights from the library's own constructor, never a download. See engine/registries.py for the
+weights from the library's own constructor, never a download. See engine/models/registries.py for the
 names and dims; this module imports the libraries and runs in the measuring child (and in the
 CLI's checks)."""
 
@@ -217,7 +217,7 @@ def _hf(arch: str, batch: int = 8, seq: int = 128, layers: int = 0, hidden: int 
         "heads": getattr(config, "num_attention_heads", None),
         "kv_heads": getattr(config, "num_key_value_heads", None), "vocab": vocab,
         "head": kind, "class": type(model.inner).__name__}
-    if new_tokens:  # engine/hf_generate.py: generate() with its static cache
+    if new_tokens:  # engine/measure/hf_generate.py: generate() with its static cache
         if kind != "causal":
             raise ValueError(f"hf:{arch}: new_tokens needs a decoder-only architecture (this "
                              f"one runs as {kind})")

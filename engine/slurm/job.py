@@ -4,7 +4,7 @@ What the script of engine/slurm/script.py runs on the compute node. It claims ex
 (``storage.queue.claim_run``: only while the run is queued, so a run cancelled before the job
 started is left alone), checks that the stored spec is still the one its submitter saw (the
 SHA-256 in the script), then validates and measures it as any worker does
-(``engine.worker.Worker.run_claimed``: the same validator, file and module references only with
+(``engine.orchestrate.worker.Worker.run_claimed``: the same validator, file and module references only with
 ``--allow-user-models``, the spec's device, GPU and torch checked against this node's hardware).
 
 Slurm's SIGTERM (scancel, time limit, preemption) ends the current child and gives the run back
@@ -40,9 +40,9 @@ def slurm_job_id(environ: dict[str, str] | None = None) -> int | None:
 def open_with_wait(url: str | None, wait_s: float, sleep: Any = time.sleep) -> Any:
     """The database, tried until ``wait_s`` has passed (a node may come up before the network
     to the database does); None after that, the reason logged."""
+    from contract.text import one_line
     from storage import open_database
     from storage.db import DatabaseOpenError, SchemaError, mask_url
-    from storage.text import one_line
 
     deadline = time.monotonic() + wait_s
     delay = 1.0
@@ -76,8 +76,8 @@ def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    from engine.orchestrate.worker import Worker
     from engine.spec import user_models_allowed_by_env
-    from engine.worker import Worker
     from storage import queue
     from storage.records import load_run
 
@@ -98,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
         log.warning("run %s failed: %s", run_id, reason)
         queue.finish_run(db, run_id, "failed", error=reason, worker_id=worker_id)
         return 0
-    from engine.hardware import describe, probe_capabilities
+    from engine.orchestrate.hardware import describe, probe_capabilities
 
     capabilities = probe_capabilities()
     log.info("%s can run: %s", where, describe(capabilities))

@@ -48,7 +48,7 @@ def _log_tail(path: str | None) -> str | None:
             lines = [ln.strip() for ln in f.read().decode("utf-8", "replace").splitlines()]
     except OSError:
         return None
-    from storage.text import one_line
+    from contract.text import one_line
 
     lines = [ln for ln in lines if ln]
     return one_line(lines[-1], LOG_TAIL_CHARS) if lines else None

@@ -5,7 +5,7 @@ the settings (pure functions: the tests read what would be submitted without a S
   memory when set; ``--exclusive`` unless turned off (a benchmark wants a quiet node); the
   run's ``require_gpu`` as ``--constraint`` (the settings' table, else a feature named after
   the GPU: ``NVIDIA H200`` -> ``h200``).
-* ``--time``: the run's estimate (engine/grid_plan.py, from this model's earlier runs where
+* ``--time``: the run's estimate (engine/analysis/grid_plan.py, from this model's earlier runs where
   there are any) plus the job's own start-up, times the margin, within the settings' bounds.
 * The database URL travels in the job's environment (``--export`` names it, the value is never
   on a command line or in the script: it may hold a password).
@@ -75,8 +75,8 @@ def time_limit_min(estimate_s: float, settings: SlurmSettings) -> int:
 
 
 def estimate_s(spec: dict[str, Any], history: dict[str, list[float]] | None) -> float:
-    """The run's duration by engine/grid_plan.py, its upper end (processes one at a time)."""
-    from engine.grid_plan import plan
+    """The run's duration by engine/analysis/grid_plan.py, its upper end (processes one at a time)."""
+    from engine.analysis.grid_plan import plan
 
     return plan(spec, history).seconds_high
 

@@ -1,5 +1,5 @@
 """The ``artifacts`` table: files a run keeps beside its results, such as the gzipped
-``TORCH_TRACE`` log of a compiled variant's cold compile (engine/torch_trace.py).
+``TORCH_TRACE`` log of a compiled variant's cold compile (engine/measure/torch_trace.py).
 
 Bytes, not paths: nothing here is ever unpacked on the server. Deleting the run deletes its
 artifacts (``ON DELETE CASCADE``). Bundles leave artifacts out (storage/bundle_export.py says so).

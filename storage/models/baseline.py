@@ -1,6 +1,6 @@
 """The ``baselines`` table: which run a configuration is judged against.
 
-One row per config (engine/config_key.py: the RunSpec without measurement budgets and variants),
+One row per config (contract/config_key.py: the RunSpec without measurement budgets and variants),
 pinning either one run (``run_id``) or a tag (``tag``: the latest finished run with that tag and
 the same config is the baseline, so a nightly job that tags its runs moves the baseline forward
 by itself). The row with ``config_key = "*"`` pins a tag for every config that has no row of its
@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import CheckConstraint, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
+from contract.text import MAX_TAG_LENGTH
 from storage.models.base import Base, json_column_type
-from storage.text import MAX_TAG_LENGTH
 
 ALL_CONFIGS = "*"
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from contract.text import MAX_TAG_LENGTH
 from storage.models.base import Base
-from storage.text import MAX_TAG_LENGTH
 
 if TYPE_CHECKING:
     from storage.models.run import Run

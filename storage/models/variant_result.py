@@ -72,7 +72,7 @@ class VariantResult(Base):
     rtol: Mapped[float | None] = mapped_column(Float)
     correct: Mapped[bool | None] = mapped_column(Boolean)
 
-    # stats (added by engine/stats.py)
+    # stats (added by engine/analysis/stats.py)
     median_ms: Mapped[float | None] = mapped_column(Float)
     mean_ms: Mapped[float | None] = mapped_column(Float)
     p10_ms: Mapped[float | None] = mapped_column(Float)

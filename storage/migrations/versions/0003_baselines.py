@@ -5,7 +5,7 @@ Revises: 0002
 Create Date: 2026-12-04
 
 A new table, so upgrade leaves every existing row alone; downgrade drops it (pins are lost, runs
-are not). ``config_key`` is engine.config_key's hash of a run's config, or "*" for a tag pinned
+are not). ``config_key`` is contract.config_key's hash of a run's config, or "*" for a tag pinned
 for every config; exactly one of ``run_id`` and ``tag`` is set (a check constraint). Deleting
 the pinned run deletes its pin (ON DELETE CASCADE).
 """

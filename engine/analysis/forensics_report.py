@@ -1,0 +1,196 @@
+"""Compile forensics in words, for ``engine show``: what the caches did per compile, where the
+first call's time went, the ranked lost time per call, CUDA-graph coverage and the start-up
+strategies. Reads the contract's variant rows (plain dicts), as ``engine.analysis.show`` does."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from engine import known_errors
+from engine.measure import compile_load
+
+# The counters shown in the one-line summary (torch's names); every counter is in --json.
+SHOWN = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass",
+         "autograd_cache_hit", "autograd_cache_miss", "autograd_cache_bypass")
+# Start-up strategies in the order a user would try them, with their labels.
+STRATEGIES = (("cold", "cold"), ("warm_local", "warm local cache"),
+              ("portable", "portable cache artifacts"), ("regional", "regional compilation"))
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return None if math.isnan(float(v)) else float(v)
+
+
+def cache_line(row: dict[str, Any]) -> str | None:
+    """``compile cache [v]: cold fxgraph_cache_miss=4 ... | warm_cache ...`` (non-zero counts)."""
+    entries = row.get("compile_cache") or []
+    if not entries:
+        return None
+    parts = []
+    for c in entries:
+        n = c.get("counters") or {}
+        shown = [f"{k}={n[k]}" for k in SHOWN if n.get(k)]
+        parts.append(f"{c.get('phase')}: " + (", ".join(shown) or "no cache activity"))
+    text = f"  compile cache [{row['variant']}]: " + " | ".join(parts)
+    if row.get("warm_cache_missed"):
+        text += f"\n  WARM CACHE MISSED [{row['variant']}]: {row.get('warm_cache_miss_reason')}"
+    return text
+
+
+def phase_segments(phases: dict[str, Any] | None, first_call_s: float | None
+                   ) -> dict[str, float]:
+    """Exclusive seconds per compile phase from torch's nested totals (dynamo's frame time holds
+    the backend's, which holds inductor's, which holds code generation), plus the rest of the
+    first call. Negative remainders (rounding, fields missing in a release) become 0."""
+    p = {k: _num(v) or 0.0 for k, v in (phases or {}).items()}
+    total, backend = p.get("dynamo_total", 0.0), p.get("backend", 0.0)
+    inductor, codegen = p.get("inductor", 0.0), p.get("codegen", 0.0)
+    out = {"dynamo (trace, guards)": total - backend,
+           "AOTAutograd": backend - inductor if inductor else backend,
+           "inductor (lowering)": inductor - codegen if codegen else inductor,
+           "codegen + Triton": codegen}
+    if first_call_s is not None and total:
+        out["rest of first call"] = first_call_s - total
+    return {k: round(max(v, 0.0), 6) for k, v in out.items()}
+
+
+def lost_time_lines(row: dict[str, Any], top: int = 6) -> list[str]:
+    lost = row.get("lost_time") or {}
+    if lost.get("error"):
+        return [f"  lost time [{row['variant']}]: not measured ({lost['error']})"]
+    items = [i for i in lost.get("items") or [] if i.get("kind") != "in_graphs"]
+    if not items:
+        return []
+    out = [f"  why not faster [{row['variant']}] (shares of a profiled call; ms of the "
+           "steady-state median):"]
+    for i in items[:top]:
+        ms = _num(i.get("ms_per_call"))
+        act = f" -> {i['action']}" if i.get("action") else ""
+        out.append(f"    {i['share']:6.1%} {'' if ms is None else f'{ms:.4f} ms '}"
+                   f"{i['what'][:160]}{act}")
+    rec = lost.get("recompiles")
+    if rec:
+        out.append(f"    {rec['what']}: {rec['compile_s']:.2f} s of compile -> {rec['action']}")
+    if lost.get("note"):
+        out.append(f"    note: {lost['note']}")
+    return out
+
+
+def coverage_line(row: dict[str, Any]) -> str | None:
+    cov = row.get("cudagraph_coverage")
+    if not cov:
+        return None
+    share = _num(cov.get("share_in_captured"))
+    text = (f"  CUDA graphs [{row['variant']}]: {cov.get('captured', 0)} of "
+            f"{cov.get('graphs', 0)} graphs captured, {cov.get('skipped', 0)} skipped")
+    if share is not None:
+        text += f"; {share:.0%} of the call inside captured graphs"
+    reasons = [r for r in cov.get("skip_reasons") or [] if r]
+    if reasons:
+        text += "; skipped because: " + "; ".join(reasons)[:400]
+    return text
+
+
+def startup_line(row: dict[str, Any]) -> str | None:
+    s = row.get("startup")
+    if not s:
+        return None
+    parts: list[str] = []
+    problems: list[str] = []
+    for key, label in STRATEGIES:
+        entry = s.get(key) or {}
+        v = _num(entry.get("time_to_first_call_s"))
+        error = known_errors.startup_error(key, entry)
+        # explained failures (and failures after a first call) get a line of their own
+        apart = error is not None and (v is not None or error != entry.get("error"))
+        if v is not None:
+            parts.append(f"{label} {v:.2f} s" + (" (then failed, below)" if error else ""))
+        else:
+            parts.append(f"{label} {'failed, below' if apart else error or 'not measured'}")
+        if apart:
+            problems.append(f"  start-up [{row['variant']}] {label}: {error[:1500]}")
+    return "\n".join([f"  start-up [{row['variant']}] (time to first call): " + " | ".join(parts),
+                      *problems])
+
+
+def roofline_line(row: dict[str, Any]) -> str | None:
+    r = row.get("roofline")
+    if not r or r.get("error") or not r.get("flops_per_call") and not r.get(
+            "bytes_per_call_estimate"):
+        return None
+    text = (f"  hardware [{row['variant']}]: {r['flops_per_call'] / 1e9:.3g} GFLOP/call, "
+            f"~{r['bytes_per_call_estimate'] / 2**20:.3g} MiB/call (estimate)")
+    tf, gb = _num(r.get("achieved_tflops")), _num(r.get("achieved_gbps_estimate"))
+    if tf is not None and gb is not None:
+        text += f" -> {tf:.3g} TFLOP/s, ~{gb:.3g} GB/s"
+    if _num(r.get("peak_tflops_bf16")):
+        text += (f" of measured peaks {r['peak_tflops_bf16']:.0f} TFLOP/s (bf16 matmul), "
+                 f"{r['peak_copy_gbps']:.0f} GB/s (copy): {r.get('share_of_peak_tflops', 0):.1%}"
+                 f" / {r.get('share_of_peak_gbps', 0):.1%}")
+    return text
+
+
+def compile_host_line(row: dict[str, Any]) -> str | None:
+    """``compile host [default]: cold: other processes 0.0 cores, steal 0.0 %; warm: ...``:
+    the host beside each reported compile (engine/measure/compile_load.py), flagged or not."""
+    load = row.get("compile_load")
+    if not isinstance(load, dict):
+        return None
+    parts = []
+    for which in ("cold", "warm"):
+        fig = load.get(which)
+        if not isinstance(fig, dict):
+            continue
+        busy = compile_load.as_figure(fig.get("other_busy_cores"))
+        steal = compile_load.as_share(fig.get("steal_share"))
+        if busy is None and steal is None:
+            continue
+        parts.append(f"{which}: other processes "
+                     + (f"{busy:.1f} cores" if busy is not None else "unknown")
+                     + ", steal " + (f"{steal:.1%}" if steal is not None else "unknown"))
+    return f"  compile host [{row['variant']}]: " + "; ".join(parts) if parts else None
+
+
+def lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Every forensics line of a run's compiled variants, in table order."""
+    out: list[str] = []
+    for row in rows:
+        if row.get("variant") == "eager":
+            piece = roofline_line(row)
+            out += [piece] if piece else []
+            continue
+        for piece in (cache_line(row), startup_line(row), coverage_line(row),
+                      roofline_line(row)):
+            if piece:
+                out.append(piece)
+        seg = phase_segments(row.get("compile_phases_s"), _num(row.get("first_call_cold_s")))
+        if any(seg.values()):
+            out.append(f"  compile phases [{row['variant']}] (cold, s): " + ", ".join(
+                f"{k} {v:.2f}" for k, v in seg.items()))
+        piece = compile_host_line(row)
+        if piece:
+            out.append(piece)
+        out += lost_time_lines(row)
+    return out
+
+
+def trace_lines(run_id: int, rows: list[dict[str, Any]], artifacts: list[dict[str, Any]]
+                ) -> list[str]:
+    """What spec ``keep_trace`` kept per compiled variant (name, size, how to get it) or why
+    it kept nothing. ``artifacts``: storage.artifacts.list_artifacts of the run."""
+    out: list[str] = []
+    kept = {a["variant"]: a for a in artifacts if a.get("kind") == "torch_trace"}
+    for row in rows:
+        v = row.get("variant")
+        a = kept.get(v)
+        if a is not None:
+            note = f"; {a['note']}" if a.get("note") else ""
+            out.append(f"  TORCH_TRACE [{v}]: kept as {a['name']} ({a['size'] / 1024:.1f} KiB "
+                       f"gzip{note}): python -m engine trace {run_id} {v} -o t.log.gz; "
+                       "gunzip t.log.gz; tlparse t.log")
+        elif (row.get("torch_trace") or {}).get("error"):
+            out.append(f"  TORCH_TRACE [{v}]: not kept: {row['torch_trace']['error']}")
+    return out

@@ -1,0 +1,262 @@
+"""Text report of a stored run for ``python -m engine show``: eager against each variant, then the
+run's verdict (``engine.analysis.verdict``, the one the dashboard and the HTML report show).  Reads through
+``storage.records`` (plain dicts, no pandas), so it works on a host with only the engine's
+requirements; ``run_json`` is what ``show --json`` prints."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from engine.analysis import decode_report, forensics_report
+from engine.analysis.verdict import decide
+from engine.measure.hostload import BUSY_HOST_CORES
+from engine.measure.pipeline_k import describe as describe_k
+
+
+def describe_step(spec: dict[str, Any]) -> str:
+    """What one timed call is: inference, or a training step with its optimizer and precision."""
+    if spec.get("step", "inference") != "train":
+        return "step: inference (forward under no_grad); one call = one forward"
+    ac = spec.get("autocast", "none")
+    impl = spec.get("optimizer_impl", "default")
+    return (f"step: train (forward, loss, backward, {spec.get('optimizer', 'adamw')}"
+            + ("" if impl == "default" else f" {impl}") + f" lr {spec.get('lr', 1e-4):g}"
+            + ("" if ac in (None, "none") else f", autocast {ac}"
+               + (" + GradScaler" if ac == "float16" else ""))
+            + f"); one call = one step; accuracy after {spec.get('accuracy_steps', 3)} steps")
+
+ROW = [
+    ("variant", "variant", "{}"),
+    ("status", "status", "{}"),
+    ("1st call cold s", "first_call_cold_s", "{:.3f}"),
+    ("1st call warm s", "first_call_warm_s", "{:.3f}"),
+    ("median ms/call", "median_ms", "{:.4f}"),
+    ("eager ms", "eager_median_ms", "{:.4f}"),
+    ("pipelined ms/call", "pipelined_median_ms", "{:.4f}"),
+    ("speedup (95% CI)", None, None),
+    ("processes, spread", None, None),
+    ("break-even calls", None, None),
+    ("peak MiB", "peak_allocated_bytes", None),
+    ("graphs/breaks/recomp", None, None),
+    ("kernels/call", "kernels_per_call", "{:.1f}"),
+    ("err vs fp64 (eager)", None, None),
+]
+
+
+def _blank(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _cell(row: dict[str, Any], key: str | None, fmt: str | None, label: str) -> str:
+    if label == "speedup (95% CI)":
+        if row["variant"] == "eager" or _blank(row.get("speedup")):
+            return "1 (baseline)" if row["variant"] == "eager" else "-"
+        return f"{row['speedup']:.2f}x [{row['speedup_ci_low']:.2f}, {row['speedup_ci_high']:.2f}]"
+    if label == "processes, spread":
+        k, spread = row.get("n_processes"), row.get("speedup_spread")
+        if row["variant"] == "eager" or _blank(k):
+            return "-"
+        text = f"{int(k)}" + ("" if _blank(spread) else f", ±{spread:.1%}")
+        return text + (" DISAGREE" if row.get("processes_disagree") else "")
+    if label == "break-even calls":
+        if row["variant"] == "eager" or row.get("status") != "ok":
+            return "-"
+        be = row.get("break_even_calls")
+        return "never" if _blank(be) else f"{int(be):,}"
+    if label == "graphs/breaks/recomp":
+        if row["variant"] == "eager":
+            return "-"
+        return "/".join("-" if _blank(row.get(k)) else str(int(row[k]))
+                        for k in ("graph_count", "graph_break_count", "recompile_count"))
+    if label == "err vs fp64 (eager)":
+        c, e = row.get("compiled_error"), row.get("eager_error")
+        if _blank(e):  # a result from before the float64 reference: eager-relative error
+            v = row.get("max_rel_err")
+            return "-" if _blank(v) else f"rel {v:.1e} vs eager"
+        mark = {True: " ok", False: " FAIL"}.get(row.get("accuracy_ok"), "")
+        return ("-" if _blank(c) else f"{c:.1e}") + f" ({e:.1e}){mark}"
+    if label == "peak MiB":
+        v = row.get(key)
+        return "-" if _blank(v) else f"{v / 2**20:.1f}"
+    if label == "kernels/call" and row["variant"] != "eager" and not _blank(row.get(key)):
+        eager_k = row.get("eager_kernels_per_call")
+        return f"{row[key]:.1f}" + ("" if _blank(eager_k) else f" (eager {eager_k:.1f})")
+    v = row.get(key)
+    return "-" if _blank(v) else fmt.format(v)
+
+
+def _pipeline_k(run: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """The K of the run's pipelined samples as used (capped to ~75 ms a sample,
+    engine/measure/pipeline_k.py); runs stored before it was recorded show the spec's K."""
+    ks = [k for r in rows if isinstance(r.get("pipeline_k"), list) for k in r["pipeline_k"]]
+    asked = (run.get("spec") or {}).get("pipeline_k")
+    return describe_k(ks, asked if isinstance(asked, int) and not isinstance(asked, bool)
+                      else None)
+
+
+def run_json(db: Any, run_id: int) -> dict[str, Any]:
+    """The stored run as the contract's dicts, with its verdict: ``show --json``."""
+    from storage.records import load_run
+
+    run = load_run(db, run_id)
+    if run is None:
+        raise LookupError(f"no run {run_id} in {getattr(db, 'url', 'the database')}")
+    run["verdict"] = decide(run["variants"], run_id).as_dict()
+    from storage.artifacts import list_artifacts
+
+    run["artifacts"] = list_artifacts(db, run_id)  # kept files, without their bytes
+    from storage.slurm_jobs import job_of
+
+    run["slurm"] = job_of(db, run_id)  # its Slurm job (engine/slurm/), None for other runs
+    run["slurm_job_id"] = run["slurm"]["job_id"] if run["slurm"] else None
+    return run
+
+
+def _slurm_line(job: dict[str, Any] | None) -> list[str]:
+    """``  slurm: job 12 PENDING (Priority), partition gpu, limit 30 min``: where a Slurm run's
+    job is (what the reconciler last saw), or nothing for a run that is not Slurm's."""
+    if not job:
+        return []
+    from engine.slurm.describe import job_parts
+
+    first, state, *rest = job_parts(job)
+    return [f"  slurm: {first} {state}" + "".join(f", {p}" for p in rest)]
+
+
+def format_run(db: Any, run_id: int) -> str:
+    run = run_json(db, run_id)
+    rows = run["variants"]
+    env = run.get("environment") or {}
+    lines = [
+        f"run {run_id}: {run['model']} ({run['dims_label']}) {run['dtype']} on {run['device']}"
+        f" | status {run['status']}" + (f": {run['error']}" if run.get("error") else ""),
+        f"  {describe_step(run.get('spec') or {})}",
+        *_slurm_line(run.get("slurm")),
+        f"  gpu {env.get('gpu') or 'none'} | driver {env.get('driver') or '-'} | "
+        f"torch {env.get('torch') or '-'} | triton {env.get('triton') or '-'} | "
+        f"host {env.get('host') or '-'} | commit {_short_commit(env.get('commit'))}",
+    ]
+    if rows:
+        timer = next((r.get("timer") for r in rows if r.get("timer")), "?")
+        table = [[label for label, _, _ in ROW]] + [
+            [_cell(r, key, fmt, label) for label, key, fmt in ROW] for r in rows
+        ]
+        widths = [max(len(t[i]) for t in table) for i in range(len(ROW))]
+        for i, t in enumerate(table):
+            lines.append("  ".join(c.rjust(w) for c, w in zip(t, widths, strict=True)))
+            if i == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        lines += method_lines(timer, _pipeline_k(run, rows))
+        lines += process_lines(rows)
+        for r in rows:
+            busy = r.get("host_other_busy_cores")
+            if not _blank(busy) and busy >= BUSY_HOST_CORES:
+                lines.append(f"  host busy [{r['variant']}]: other processes kept {busy:.1f} CPU "
+                             "cores busy while it was timed; its figures may read slow.")
+        for r in rows:
+            if r["status"] != "ok":
+                lines.append(f"  {r['variant']} {r['status']}: {r.get('error')}")
+        for r in rows:
+            for b in r.get("graph_breaks") or []:
+                where = (f"{b['file']}:{b['line']}" if b.get("file")
+                         else "(no user file:line)")
+                lines.append(f"  graph break [{r['variant']}] {where} x{b['count']}: "
+                             f"{b['reason']}")
+            for rc in r.get("recompiles") or []:
+                at = f" at {rc['dim_value']:g}" if not _blank(rc.get("dim_value")) else ""
+                lines.append(f"  recompile [{r['variant']}]{at}: {rc['reason']}")
+        lines += forensics_report.lines(rows)
+        lines += forensics_report.trace_lines(run_id, rows, run.get("artifacts") or [])
+        lines += decode_report.lines(rows)
+        lines.append(where_time_went(run))
+        lines.append("Verdict:")
+        lines += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]
+    return "\n".join(lines)
+
+
+def method_lines(timer: str, k: str) -> list[str]:
+    """How the table's figures were formed, said once (docs/METHOD.md)."""
+    return [
+        f"  median ms/call: steady-state per-call time ({timer}, synchronised). eager: one "
+        "figure for the run, the geometric mean of every measuring process's eager median "
+        "(eager's own and each compiled variant's paired rounds); a compiled variant: that "
+        "eager / its speedup. So speedup = eager ms / median ms on every row.",
+        f"  pipelined: {k} calls back to back, one sync, / K, formed the same way.",
+        "  speedup: eager / compiled in each process's paired rounds, geometric mean over "
+        "processes; 95% interval: t over the per-process log speedups, with a variance shared "
+        "with the run's other variants or this host's history where it agrees; spread: sd of "
+        "the per-process log speedups."]
+
+
+def _share_text(comp: dict[str, Any]) -> str:
+    names = (("between_process_share", "between processes"),
+             ("between_round_share", "between rounds"), ("within_round_share", "within rounds"))
+    return ", ".join(f"{label} {comp[k]:.0%}" for k, label in names
+                     if isinstance(comp.get(k), (int, float)))
+
+
+def process_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Per compiled variant: its processes' speedups, why sampling stopped, what its own
+    processes read, where the uncertainty comes from; per variant, the host probe."""
+    out: list[str] = []
+    for r in rows:
+        if r["variant"] != "eager" and r.get("process_speedups"):
+            per = ", ".join(f"{x:.2f}x" for x in r["process_speedups"])
+            state = "provisional" if r.get("provisional") else f"stopped: {r.get('stop_reason') or '-'}"
+            out.append(f"  processes [{r['variant']}]: {per} ({state})")
+            measured, paired = r.get("measured_median_ms"), r.get("paired_eager_median_ms")
+            if not _blank(measured) and not _blank(paired):
+                out.append(f"    read in its own processes: {measured:.4f} ms/call against "
+                           f"eager {paired:.4f} ms" + (
+                               f"; interval variance shared with {r['variance_prior']}"
+                               if r.get("variance_prior") else ""))
+            comp = r.get("variance_components")
+            if isinstance(comp, dict) and _share_text(comp):
+                out.append(f"    uncertainty from: {_share_text(comp)}")
+        busy, dev = r.get("eager_device_busy_ms_per_call"), r.get("paired_eager_median_ms")
+        if r["variant"] != "eager" and not _blank(busy) and not _blank(dev):
+            out.append(f"  eager in [{r['variant']}]: GPU busy {busy:.4f} of "
+                       f"{dev:.4f} ms wall per call")
+    probes = [(r["variant"], r["host_probe"]) for r in rows if isinstance(r.get("host_probe"), dict)]
+    if probes:
+        out.append("  host probe (median over each variant's processes, µs): " + "; ".join(
+            f"{v} launch {p.get('launch_us', float('nan')):.1f}, module call "
+            f"{p.get('module_call_us', float('nan')):.2f}" for v, p in probes))
+    return out
+
+
+TIME_ORDER = ("process start", "imports", "setup", "compiler import", "model build",
+              "environment", "eager reference", "compile", "warm-up", "measure", "profile",
+              "roofline", "lost time", "explain", "exit")
+
+
+def where_time_went(run: dict[str, Any]) -> str:
+    """One line: the run's wall time split by phase over all its processes, the rest being the
+    parent's own work and waiting (database, scheduling)."""
+    from datetime import datetime
+
+    total: dict[str, float] = {}
+    for r in run["variants"]:
+        for name, sec in (r.get("time_s") or {}).items():
+            total[name] = total.get(name, 0.0) + float(sec)
+    if not total:
+        return "  where the time went: not recorded for this run"
+    parts = [f"{name} {total[name]:.1f} s" for name in TIME_ORDER if name in total]
+    parts += [f"{name} {sec:.1f} s" for name, sec in total.items() if name not in TIME_ORDER]
+    wall = None
+    if run.get("started_at") and run.get("finished_at"):
+        wall = (datetime.fromisoformat(run["finished_at"])
+                - datetime.fromisoformat(run["started_at"])).total_seconds()
+        parts.append(f"other (parent, database, waiting) {max(wall - sum(total.values()), 0):.1f} s")
+    head = f"  where the time went ({wall:.1f} s wall): " if wall else "  where the time went: "
+    return head + ", ".join(parts)
+
+
+def _short_commit(commit: str | None) -> str:
+    """The first 10 hex digits, keeping the ``+dirty`` mark: it says the code that ran was not
+    exactly that commit."""
+    if not commit:
+        return "-"
+    sha, plus, rest = commit.partition("+")
+    return sha[:10] + plus + rest

@@ -1,0 +1,455 @@
+"""The measuring child: one fresh process per variant, a pure function of its spec.
+
+    python -m engine.measure.child SPEC.json OUT.json
+
+It reads a variant spec ({"run": RunSpec, "variant": name, "phase": "cold" | "warm_cache",
+"explain_ahead": whether it traces the run's graph breaks before its own first call, which
+nobody reports, engine/schedule.explains_ahead}), measures, and writes one VariantResult JSON
+(docs/CONTRACTS.md). It never touches the database.
+The runner gives it an empty TORCHINDUCTOR_CACHE_DIR for the cold phase and the same directory
+again for the warm-cache phase. Protocol (DESIGN §3): build -> eager reference -> warm-up curve
+-> interleaved steady-state rounds -> memory -> profiler pass -> graph-break report (last,
+because ``torch._dynamo.explain`` resets dynamo; or traced ahead, engine/measure/slot_tail.py).
+"""
+
+from __future__ import annotations
+
+import time
+
+_T0 = time.perf_counter()  # before importing torch: setup time includes the imports
+
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+import torch  # noqa: E402
+from torch.utils import _pytree as pytree  # noqa: E402
+
+from engine import grid  # noqa: E402
+from engine.measure import (  # noqa: E402
+    accuracy,
+    decode,
+    forensics,
+    hf_generate,
+    host_probe,
+    placement,
+    shape_mix,
+    signals,
+    slot_tail,
+    startup,
+    torch_trace,
+)
+from engine.measure.compile_load import CompileLoad  # noqa: E402
+from engine.measure.hostload import HostLoad, stop_compile_workers  # noqa: E402
+from engine.measure.rounds import steady_rounds, timing_budget  # noqa: E402
+from engine.measure.setup import build, environment  # noqa: E402
+from engine.measure.timing import Timer  # noqa: E402
+from engine.models.registry import arch_figures  # noqa: E402
+from engine.orchestrate import gates  # noqa: E402
+
+_T_IMPORTED = time.perf_counter()  # python, torch and the engine imported
+
+# Largest allowed error relative to the output's scale (max |eager|). Compiled code reorders
+# reductions and fuses ops, so bit equality is not expected; these bounds are a few ulps of the
+# dtype amplified through a model's depth.
+RTOL = {"float32": 1e-3, "float16": 1e-2, "bfloat16": 5e-2}
+# Per-call samples per function per interleaved round, and untimed calls before them.
+
+
+class Progress:
+    """Writes {"phase", "fraction"} to the file the runner polls; cheap enough to call often."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.last = 0.0
+
+    def __call__(self, phase: str, fraction: float, force: bool = False) -> None:
+        now = time.monotonic()
+        if not self.path or (not force and now - self.last < 0.25):
+            return
+        self.last = now
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"phase": phase, "fraction": round(min(max(fraction, 0.0), 1.0), 4)}, f)
+        os.replace(tmp, self.path)
+
+
+def compare(out: Any, ref: Any, dtype: str) -> dict[str, Any]:
+    """Max absolute error and error relative to the reference's scale; NaN never passes."""
+    a = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+    b = [t for t in pytree.tree_leaves(ref) if isinstance(t, torch.Tensor)]
+    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b, strict=True)):
+        return {"max_abs_err": None, "max_rel_err": None, "correct": False,
+                "rtol": RTOL[dtype], "atol": None}
+    max_abs, scale = 0.0, 0.0
+    for x, y in zip(a, b, strict=True):
+        if not (x.is_floating_point() or x.is_complex()):
+            max_abs = max(max_abs, float((x != y).sum()))
+            continue
+        diff = (x.double() - y.double()).abs()
+        max_abs = max(max_abs, float(diff.max()) if diff.numel() else 0.0)
+        scale = max(scale, float(y.double().abs().max()) if y.numel() else 0.0)
+    scale = scale or 1.0
+    rel = max_abs / scale
+    ok = rel == rel and rel <= RTOL[dtype]  # rel == rel is False for NaN
+    return {"max_abs_err": max_abs, "max_rel_err": rel, "correct": bool(ok),
+            "rtol": RTOL[dtype], "atol": RTOL[dtype] * scale}
+
+
+def _clone(x: Any) -> Any:
+    # CUDA-graph outputs are overwritten by the next replay: keep a private copy.
+    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, x)
+
+
+class PhaseClock:
+    """Start and end (unix seconds) of each phase of this process, so that a test can show that
+    no timing window overlaps another process's compile (issue: time to answer)."""
+
+    def __init__(self) -> None:
+        self.phases: list[dict[str, Any]] = []
+
+    @contextlib.contextmanager
+    def phase(self, name: str):  # type: ignore[no-untyped-def]
+        start = time.time()
+        try:
+            yield
+        finally:
+            self.phases.append({"name": name, "start": start, "end": time.time()})
+
+
+def _gate(clock: PhaseClock, name: str, progress: Progress, fraction: float,
+          core: int | None = None) -> None:
+    """Wait at gate ``name`` (engine/orchestrate/gates.py) for the runner's go; the wait is its own phase
+    ("waiting"), so the time breakdown and the overlap test see it.  Past the "time" gate the
+    process has the run's timing ``core`` to itself (engine/measure/placement.py)."""
+    if gates.enabled():
+        progress(f"waiting to {name}", fraction, force=True)
+        with clock.phase("waiting"):
+            gates.wait(name)
+    if name == "time" and core is not None:
+        placement.pin(core)
+        # One intra-op thread on the one core, as torch chooses for a process started there
+        # (taskset): sixteen OpenMP threads left on one core took turns with the launching
+        # thread and read BERT-base's eager and default calls 1.7-1.9x slow on an H100 host.
+        torch.set_num_threads(1)
+
+
+def _after_compile(res: dict[str, Any], clock: PhaseClock, progress: Progress) -> None:
+    """The first compiled call has returned: end the compile-worker pool it started (its
+    start-up must never run beside another process's timing or compile, engine/measure/hostload.py),
+    then tell the runner, which counted this process busy until now."""
+    with clock.phase("compile workers"):
+        res["compile_workers"] = stop_compile_workers()
+    gates.mark("compiled")
+
+
+def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[[], object]],
+                     budget: dict[str, Any], clock: PhaseClock, progress: Progress, phase: str,
+                     ) -> dict[str, Any]:
+    """Paired steady-state rounds in this process: one entry of the result's ``processes``.
+
+    Also keeps the pooled top-level series (``samples_ms`` ...), which the runner concatenates
+    over processes, and the host load (the highest over processes wins in the runner)."""
+    with HostLoad() as load, clock.phase("measure"):
+        probe = host_probe.measure(timer.device)
+        rounds = steady_rounds(timer, fns, **budget,
+                               on_round=lambda f: progress("measuring", 0.3 + 0.5 * min(f, 1)))
+    src = rounds["eager" if "eager" in rounds else "variant"]
+    proc = {"phase": phase, "block": budget["block"], "pid": os.getpid(),
+            "host_other_busy_cores": load.other_busy_cores, "host_probe": probe,
+            "timing_cpus": sorted(os.sched_getaffinity(0)), "threads": torch.get_num_threads(),
+            "samples_ms": rounds["variant"]["per_call"],
+            "pipelined_ms": rounds["variant"]["pipelined"],
+            "eager_samples_ms": src["per_call"], "eager_pipelined_ms": src["pipelined"],
+            "pipeline_k": max(rounds["variant"]["pipeline_k"], default=budget["k"])}
+    res["host_other_busy_cores"] = load.other_busy_cores
+    res["host_probe"] = probe
+    res["pipeline_k"] = [proc["pipeline_k"]]  # the K used, one per process (runner appends)
+    for key in ("samples_ms", "pipelined_ms", "eager_samples_ms", "eager_pipelined_ms"):
+        res[key] = proc[key]
+    return {**proc, "_rounds": rounds}
+
+
+def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    run, variant, phase = spec["run"], spec["variant"], spec.get("phase", "cold")
+    device, dtype = run["device"], run["dtype"]
+    core = placement.timing_core(device)
+    placement.keep_off(core)  # until this process's timing window opens
+    timer = Timer(device)
+    clock = PhaseClock()
+    res: dict[str, Any] = {"variant": variant, "status": "ok", "failure_kind": None,
+                           "error": None, "timer": timer.name, "phases": clock.phases,
+                           "process_started_at": time.time() - (time.perf_counter() - _T0)}
+    stage = "building"
+    try:
+        progress("building", 0.0, force=True)
+        wall_now = time.time()
+        clock.phases.append({"name": "imports", "start": res["process_started_at"],
+                             "end": wall_now - (time.perf_counter() - _T_IMPORTED)})
+        # Setup in named parts (issue "time to answer": pick the levers from where it goes).
+        capture = signals.LogCapture()
+        if variant != "eager":
+            # Only a compiled variant has recompiles and cudagraph skips to log. The capture
+            # imports neither dynamo nor inductor (signals.LogCapture.install).
+            capture.install()
+        dims = dict(run["dims"])
+        sweep = run.get("sweep") or None
+        if sweep:
+            dims[sweep["dim"]] = int(sweep["values"][0])
+        with clock.phase("model build"):
+            model, inputs, loss_fn = build(run, dims, device)
+            train = None
+            if run.get("step") == "train":  # engine/measure/train_step.py: what a training step times
+                from engine.measure.train_step import Training
+
+                train = Training(run, variant, model, inputs, loss_fn, device)
+        with clock.phase("environment"):
+            res["environment"] = environment(device)
+            res["arch"] = arch_figures(model)
+        if variant == "eager" and run.get("profile", True) and device.startswith("cuda"):
+            # torch.profiler's first trace asks hasattr(torch, "_inductor"), which imports
+            # inductor and dynamo (3.5-4 s on the H200 host): here, while preparing beside the
+            # others, instead of inside eager's timing slot, when nothing else may run. A
+            # compiled process imports them anyway; eager's paired twin runs beside them.
+            with clock.phase("profiler import"):
+                importlib.import_module("torch._inductor")
+        with torch.no_grad() if train is None else contextlib.nullcontext():
+            eager = train.eager_step if train else lambda: model(*inputs)  # noqa: E731
+            with clock.phase("eager reference"):
+                timer.wall_ms(eager)  # eager call 1: CUDA/cuBLAS start-up (its phase says how long)
+                ref = None if train else _clone(model(*inputs))
+                timer.sync()
+            res["setup_s"] = time.perf_counter() - _T0
+
+            if variant == "eager":
+                fn, is_eager = eager, True
+            elif train:
+                fn, is_eager = train.variant_step, False
+            else:
+                # mode, dynamic, fullgraph and inductor options from the variant's name
+                kwargs: dict[str, Any] = grid.compile_kwargs(run, variant)
+                with clock.phase("compiler import"):  # torch.compile imports dynamo, as in
+                    compiled = torch.compile(model, **kwargs)  # a user's script: untimed
+                fn, is_eager = (lambda: compiled(*inputs)), False  # noqa: E731
+
+            budget = timing_budget(run)
+            fns = {"variant": fn} if is_eager else {"eager": eager, "variant": fn}
+            if phase in startup.PHASES and not is_eager:  # a start-up strategy's own process
+                stage = "compiling"
+                res["startup"] = startup.measure_strategy(phase, model, inputs, run, variant,
+                                                          timer, kwargs)
+                return res
+            if phase == "warm_cache":
+                # A further measuring process: its first call is the warm-cache compile, then
+                # warm-up and paired rounds like the cold process, nothing else.
+                _gate(clock, "compile", progress, 0.05)
+                stage = "compiling"
+                if spec.get("explain_ahead") is True and train is None:
+                    # unreported: the run's graph-break trace fits here (engine/slot_tail)
+                    progress("tracing graph breaks", 0.07, force=True)
+                    slot_tail.explain_ahead(model, inputs, clock)
+                progress("warm-cache compile", 0.1, force=True)
+                with (clock.phase("compile"), forensics.CompileWatch(phase) as watch,
+                      CompileLoad() as load):
+                    res["first_call_warm_s"] = timer.wall_ms(fn) / 1e3
+                res["compile_load"] = load.figures  # the host beside it (engine/compile_load)
+                _after_compile(res, clock, progress)
+                capture.attach_existing()
+                res["compile_cache"] = [watch.result()]
+                res["compile_phases_warm_s"] = signals.compile_phases()
+                _gate(clock, "time", progress, 0.2, core)
+                stage = "warm-up"
+                with clock.phase("warm-up"):
+                    for _ in range(max(int(run.get("warmup_calls", 10)), 3) - 1):
+                        timer.wall_ms(fn)
+                stage = "measuring"
+                proc = _measure_process(res, timer, fns, budget, clock, progress, phase)
+                proc.pop("_rounds")
+                res["processes"] = [proc]
+                return res
+
+            # Warm-up curve: calls 1..N one by one, each synchronised. Call 1 of a compiled
+            # variant is the cold compile; with reduce-overhead, call 2 records the CUDA graph.
+            n_warm = max(int(run.get("warmup_calls", 10)), 3)
+            if device.startswith("cuda"):
+                torch.cuda.reset_peak_memory_stats()
+            # Call 1 of every curve follows the eager reference call, which paid the device's
+            # start-up (CUDA context, cuBLAS handles): eager's call 1 is then its first call as
+            # break-even counts it, one figure on every surface.
+            warm: list[float] = []
+            if not is_eager:  # call 1: the cold compile, side by side with other compiles
+                _gate(clock, "compile", progress, 0.05)
+                stage = "compiling"
+                capture.context = {"call_index": 1}
+                progress("compiling", 0.1, force=True)
+                with (clock.phase("compile"), forensics.CompileWatch(phase) as watch,
+                      CompileLoad() as load):
+                    warm.append(timer.wall_ms(fn))
+                res["compile_load"] = load.figures
+                _after_compile(res, clock, progress)
+                capture.attach_existing()
+                if train:
+                    train.after_call(len(warm))
+                # what the caches did during the compile (engine/forensics)
+                res["compile_cache"] = [watch.result()]
+                if run.get("startup"):  # for the portable-artifacts strategy (engine/startup)
+                    startup.save_artifacts(res)
+            _gate(clock, "time", progress, 0.2, core)  # from here on, this process times alone
+            stage = "warm-up"
+            while len(warm) < n_warm:
+                capture.context = {"call_index": len(warm) + 1}
+                progress("warm-up", 0.2 + 0.1 * len(warm) / n_warm)
+                with clock.phase("warm-up"):
+                    warm.append(timer.wall_ms(fn))
+                if train:
+                    train.after_call(len(warm))
+            res["warmup_ms"] = warm
+            res["first_call_cold_s"] = warm[0] / 1e3
+            res["compile_phases_s"] = signals.compile_phases()
+            if device.startswith("cuda"):
+                res["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated())
+                res["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved())
+            else:
+                res["peak_allocated_bytes"] = res["peak_reserved_bytes"] = None
+            if train:
+                train.discount_eager_twin(res)
+                res.update(train.accuracy())
+            else:
+                out = None if is_eager else _clone(fn())
+                res.update(compare(out, ref, dtype) if not is_eager else
+                           {"max_abs_err": 0.0, "max_rel_err": 0.0, "correct": True,
+                            "rtol": RTOL[dtype], "atol": None})
+                res.update(accuracy.check_inference(model, inputs, ref, out, run))
+
+            stage = "measuring"
+            capture.context = {"call_index": None, "phase": "steady"}
+            proc = _measure_process(res, timer, fns, budget, clock, progress, phase)
+            rounds = proc.pop("_rounds")
+            res["processes"] = [proc]
+            res["wall_ms_per_call"] = statistics.median(proc["samples_ms"])
+            if run.get("cross_check"):
+                from engine.measure.crosscheck import cross_check
+
+                progress("measuring", 0.8, force=True)
+                with HostLoad() as load:
+                    res["cross_check"] = cross_check(fns, timer, budget["k"])
+                res["cross_check"]["host_other_busy_cores"] = load.other_busy_cores
+
+            if sweep:
+                res["sweep"] = [_sweep_point(sweep["values"][0], rounds, recompiled=False,
+                                             first_ms=warm[0])]
+                for value in sweep["values"][1:]:
+                    progress("measuring", 0.8, force=True)
+                    res["sweep"].append(_measure_sweep_value(
+                        run, dims, sweep["dim"], int(value), device, model, fn_for=(
+                            (lambda i: model(*i)) if is_eager else (lambda i: compiled(*i))),
+                        timer=timer, capture=capture, budget=budget,
+                        n_values=len(sweep["values"]), is_eager=is_eager))
+                if run.get("shape_weights"):  # engine/measure/shape_mix.py: the sizes in their mix
+                    res["shape_mix"] = shape_mix.replay(
+                        sweep["values"], run["shape_weights"], int(run.get("mix_requests", 200)),
+                        int(run.get("seed", 0)),
+                        lambda v: build(run, {**dims, sweep["dim"]: int(v)}, device)[1],
+                        (lambda i: model(*i)) if is_eager else (lambda i: compiled(*i)),
+                        timer.wall_ms, signals.compile_count)
+
+            if train is None and decode.is_decode_model(model):  # engine/measure/decode.py
+                stage = "decoding"
+                capture.context = {"call_index": None, "phase": "decode"}
+                with clock.phase("decode"):
+                    res["decode"] = decode.measure(
+                        model, model if is_eager else compiled, None if is_eager else model,
+                        timer, seed=int(run.get("seed", 0)),
+                        first_call_ms=None if is_eager else warm[0],
+                        progress=lambda f: progress("decoding", 0.8 + 0.05 * f))
+            if train is None and hf_generate.wanted(model):  # engine/measure/hf_generate.py
+                stage = "generating"
+                capture.context = {"call_index": None, "phase": "generate"}
+                with clock.phase("decode"):
+                    res["hf_generate"] = hf_generate.measure(
+                        model, None if is_eager else kwargs, timer, seed=int(run.get("seed", 0)),
+                        progress=lambda f: progress("generating", 0.8 + 0.05 * f))
+
+            stage = "profiling"
+            progress("profiling", 0.85, force=True)
+            slot_tail.record(res, run=run, variant=variant, device=device, fn=fn, eager=eager,
+                             model=model, inputs=inputs, train=train, capture=capture,
+                             clock=clock, progress=progress)
+    except torch.cuda.OutOfMemoryError as e:
+        res.update(status="failed", failure_kind="oom", error=f"out of memory while {stage}: "
+                   + str(e).splitlines()[0][:300])
+        res["stderr_tail"] = traceback.format_exc()[-4000:]
+    except Exception as e:  # every failure is a result: keep what was measured, say why
+        kind = "compile_error" if stage == "compiling" else "error"
+        first = (str(e).strip().splitlines() or [""])[0][:500]
+        res.update(status="failed", failure_kind=kind,
+                   error=f"{type(e).__name__} while {stage}: {first}")
+        res["stderr_tail"] = traceback.format_exc()[-4000:]
+    progress("done", 1.0, force=True)
+    return res
+
+
+def _sweep_point(value: int, rounds: dict, *, recompiled: bool, first_ms: float) -> dict:
+    per_call = rounds["variant"]["per_call"]
+    # inclusive: with few samples the default method extrapolates past the data (even below 0)
+    q = statistics.quantiles(per_call, n=10, method="inclusive") if len(per_call) >= 2 else [per_call[0]] * 9
+    eager = rounds.get("eager", rounds["variant"])["per_call"]
+    return {"value": value, "first_call_ms": first_ms, "median_ms": statistics.median(per_call),
+            "p10_ms": q[0], "p90_ms": q[-1], "n": len(per_call), "recompiled": recompiled,
+            "eager_median_ms": statistics.median(eager)}
+
+
+def _measure_sweep_value(run, dims, dim, value, device, model, fn_for, *, timer, capture,
+                         budget, n_values, is_eager) -> dict:
+    """Feed the same compiled module a new shape, as a serving process would: the first call at
+    this shape shows any recompile stutter; then shorter interleaved rounds."""
+    new_dims = {**dims, dim: value}
+    _, inputs, _ = build(run, new_dims, device)
+    before = signals.compile_count()
+    capture.context = {"call_index": 1, "dim_value": value}
+    first_ms = timer.wall_ms(lambda: fn_for(inputs))
+    recompiled = (not is_eager) and signals.compile_count() > before
+    if recompiled:  # a recompile compiles in-process (stop_compile_workers); in case one did not
+        stop_compile_workers()
+    capture.context = {"dim_value": value}
+    small = dict(budget, min_samples=max(10, budget["min_samples"] // 2),
+                 min_time_s=budget["min_time_s"] / 2,
+                 max_time_s=max(budget["max_time_s"] / n_values, 0.5))
+    fns = {"variant": lambda: fn_for(inputs)}
+    if not is_eager:
+        fns = {"eager": lambda: model(*inputs), **fns}
+    rounds = steady_rounds(timer, fns, **small)
+    return _sweep_point(value, rounds, recompiled=recompiled, first_ms=first_ms)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m engine.measure.child SPEC.json OUT.json", file=sys.stderr)
+        return 2
+    with open(argv[0]) as f:
+        spec = json.load(f)
+    trace_problem = torch_trace.enable_in_child()  # spec keep_trace (engine/measure/torch_trace.py)
+    result = measure(spec, Progress(os.environ.get("COMPILELAB_PROGRESS")))
+    if trace_problem:
+        result["torch_trace"] = {"error": trace_problem}
+    tmp = argv[1] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, default=str)
+    os.replace(tmp, argv[1])
+    # The result is on disk: skip the interpreter's teardown (torch's atexit hooks, module
+    # finalisers), which took about 1.8 s a process on this project's 2-core machine and
+    # measures nothing. Anything the process started dies with its process group (runner).
+    torch_trace.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,195 @@
+"""Token generation measured apart: prefill, time to first token, per-token latency, tokens/s.
+
+For a model that declares ``compilelab_decode = {"batch", "prompt", "new_tokens"}`` (the
+catalogue's ``llama_decode``: engine/models/llama.py) the child's ordinary protocol times ONE
+decode step (warm-up curve, interleaved steady-state rounds, speedup with its interval); this
+module then runs whole greedy generations on the same module, the way a serving loop does:
+
+    prefill: step(prompt [B, P], positions 0..P-1) -> first token      (time to first token)
+    decode:  step(token [B, 1], position P+i) -> next token, N-1 times  (per-token latency)
+
+Method, in the process of each variant (``step`` is the eager module or the compiled one):
+1. Warm-up generations, untimed as figures but watched: the first includes the prefill's compile
+   (a new shape) and every recompile decoding triggers; each decode step's compile count is read
+   (``signals.compile_count``) so a step that recompiles every token (a Python int position, a
+   growing cache) is flagged, not averaged away. Three generations in all before timing, because
+   reduce-overhead records a CUDA graph on a shape's second call and replays from the third, and
+   prefill runs once per generation.
+2. Timed generations, ``repeats`` of each kind: one with a synchronise after every step (TTFT and
+   per-token latencies, as a streaming client sees them) and one with a single synchronise at the
+   end (tokens/s of an uninterrupted loop). A compiled variant also runs eager's generations in
+   the same process, alternating, so its speedups are paired as the steady-state rounds are.
+3. Derived: tokens/s = batch x new_tokens / generation time (prefill included, as gpt-fast
+   reports it) and decode tokens/s (prefill excluded); compile cost = the compiled first call
+   beyond a steady step plus the first generation beyond a steady one; break-even in tokens =
+   compile cost / (eager's generation time - compiled's) x tokens per generation (None: never).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from engine.measure import signals
+from engine.measure.timing import Timer
+
+Step = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+WARMUP_GENERATIONS = 3
+
+
+def is_decode_model(model: torch.nn.Module) -> bool:
+    return isinstance(getattr(model, "compilelab_decode", None), dict)
+
+
+def generate(step: Step, prompt_ids: torch.Tensor, new_tokens: int, timer: Timer, *,
+             per_step: bool, watch_compiles: bool = False) -> dict[str, Any]:
+    """One greedy generation of ``new_tokens`` tokens after ``prompt_ids``. ``per_step``:
+    synchronise after every step and keep each step's time; ``watch_compiles``: record which
+    steps compiled (reads dynamo's compilation metrics, a little host work per step)."""
+    device = prompt_ids.device
+    prompt = prompt_ids.shape[1]
+    positions = [torch.tensor([prompt + i], device=device) for i in range(new_tokens - 1)]
+    before = signals.compile_count() if watch_compiles else 0
+    timer.sync()
+    t0 = time.perf_counter()
+    logits = step(prompt_ids, torch.arange(prompt, device=device))
+    token = logits[:, -1].argmax(-1, keepdim=True)  # a fresh tensor: CUDA-graph outputs are reused
+    timer.sync()
+    ttft_ms = (time.perf_counter() - t0) * 1e3
+    prefill_compiles = signals.compile_count() - before if watch_compiles else 0
+    step_ms: list[float] = []
+    compiled_steps: list[int] = []
+    t_dec = time.perf_counter()
+    for i, pos in enumerate(positions):
+        n = signals.compile_count() if watch_compiles else 0
+        t = time.perf_counter()
+        token = step(token, pos)[:, -1].argmax(-1, keepdim=True)
+        if per_step:
+            timer.sync()
+            step_ms.append((time.perf_counter() - t) * 1e3)
+        if watch_compiles and signals.compile_count() > n:
+            compiled_steps.append(i)
+    timer.sync()
+    decode_ms = (time.perf_counter() - t_dec) * 1e3
+    return {"ttft_ms": ttft_ms, "decode_ms": decode_ms, "total_ms": ttft_ms + decode_ms,
+            "step_ms": step_ms, "prefill_compiles": prefill_compiles,
+            "compiled_steps": compiled_steps, "last_token": token}
+
+
+def _med(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _summary(per_step: list[dict[str, Any]], loop: list[dict[str, Any]], batch: int,
+             new_tokens: int) -> dict[str, Any]:
+    """Figures of one side (eager or the variant) from its timed generations."""
+    steps = [ms for g in per_step for ms in g["step_ms"]]
+    total = _med([g["total_ms"] for g in loop])
+    decode = _med([g["decode_ms"] for g in loop])
+    return {
+        "ttft_ms": _med([g["ttft_ms"] for g in per_step]),
+        "per_token_ms": _med(steps),
+        "per_token_p90_ms": (statistics.quantiles(steps, n=10, method="inclusive")[-1]
+                             if len(steps) >= 2 else _med(steps)),
+        "generation_ms": total,
+        "tokens_per_s": batch * new_tokens / (total / 1e3) if total else None,
+        "decode_tokens_per_s": (batch * (new_tokens - 1) / (decode / 1e3)
+                                if decode and new_tokens > 1 else None),
+    }
+
+
+GenFn = Callable[[bool, bool], dict[str, Any]]
+"""``gen(per_step, watch_compiles)``: one whole generation, as ``generate`` returns it."""
+
+
+def measure(model: torch.nn.Module, step: Step, eager: Step | None, timer: Timer, *,
+            seed: int, first_call_ms: float | None, repeats: int = 3,
+            progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """The ``decode`` figure of one variant. ``step`` is the variant's callable (the module
+    itself for eager, the compiled module otherwise); ``eager`` the eager module for a compiled
+    variant (None for the eager variant); ``first_call_ms`` the variant's first decode-step call
+    (the cold compile), from the warm-up curve."""
+    cfg = model.compilelab_decode
+    batch, prompt, new_tokens = int(cfg["batch"]), int(cfg["prompt"]), int(cfg["new_tokens"])
+    device = next(model.parameters()).device
+    gen = torch.Generator().manual_seed(seed)
+    prompt_ids = torch.randint(0, int(cfg.get("vocab", 32000)), (batch, prompt),
+                               generator=gen).to(device)
+
+    def side(fn: Step) -> GenFn:
+        return lambda per_step, watch: generate(fn, prompt_ids, new_tokens, timer,
+                                                per_step=per_step, watch_compiles=watch)
+
+    return measure_generations(side(step), None if eager is None else side(eager),
+                               batch=batch, prompt=prompt, new_tokens=new_tokens,
+                               first_call_ms=first_call_ms, repeats=repeats, progress=progress)
+
+
+def measure_generations(variant: GenFn, eager: GenFn | None, *, batch: int, prompt: int,
+                        new_tokens: int, first_call_ms: float | None, repeats: int = 3,
+                        progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """Warm-up generations watched for compiles, then timed ones alternating with eager's
+    (module docstring); the figures and the derived speedups, compile cost and break-even."""
+    t0 = time.perf_counter()
+    warm = [variant(True, True) for _ in range(WARMUP_GENERATIONS)]
+    warmup_s = time.perf_counter() - t0
+    first = warm[0]
+    sides: dict[str, dict[str, list[dict[str, Any]]]] = {"variant": {"per_step": [], "loop": []}}
+    fns: dict[str, GenFn] = {"variant": variant}
+    if eager is not None:
+        sides["eager"] = {"per_step": [], "loop": []}
+        fns["eager"] = eager
+        for _ in range(2):  # eager's own first generations (caches, allocator) are not timed
+            eager(False, False)
+    later_compiles = 0
+    for r in range(repeats):
+        order = list(fns) if r % 2 == 0 else list(fns)[::-1]  # alternate, as the rounds do
+        for name in order:
+            watch = name == "variant"
+            for kind, per_step in (("per_step", True), ("loop", False)):
+                g = fns[name](per_step, watch)
+                if watch:
+                    later_compiles += g["prefill_compiles"] + len(g["compiled_steps"])
+                sides[name][kind].append(g)
+        if progress:
+            progress((r + 1) / repeats)
+
+    out: dict[str, Any] = {"batch": batch, "prompt": prompt, "new_tokens": new_tokens,
+                           "repeats": repeats, "warmup_generations": WARMUP_GENERATIONS,
+                           "warmup_s": warmup_s}
+    out.update(_summary(sides["variant"]["per_step"], sides["variant"]["loop"], batch,
+                        new_tokens))
+    steps = max(new_tokens - 1, 1)
+    decode_recompiles = sum(len(g["compiled_steps"]) for g in warm)
+    out.update(
+        first_generation_ms=first["total_ms"], first_ttft_ms=first["ttft_ms"],
+        prefill_compiles=first["prefill_compiles"],
+        decode_recompiles=decode_recompiles,
+        recompiled_steps=first["compiled_steps"][:20],
+        later_recompiles=later_compiles,
+        # A step recompiling on most tokens, or compiles still happening once warm: the compiled
+        # step is not one graph (e.g. a Python int position or a cache that grows).
+        recompiles_per_step=(len(first["compiled_steps"]) >= max(2, steps // 2)
+                             or later_compiles > 0),
+    )
+    if eager is not None:
+        e = _summary(sides["eager"]["per_step"], sides["eager"]["loop"], batch, new_tokens)
+        out["eager"] = e
+        for key in ("tokens_per_s", "decode_tokens_per_s"):
+            if out.get(key) and e.get(key):
+                out[f"{key}_speedup"] = out[key] / e[key]
+        if out.get("ttft_ms") and e.get("ttft_ms"):
+            out["ttft_speedup"] = e["ttft_ms"] / out["ttft_ms"]
+        steady = out["generation_ms"] or 0.0
+        compile_ms = max((first_call_ms or 0.0) - (out["per_token_ms"] or 0.0), 0.0) \
+            + max(first["total_ms"] - steady, 0.0)
+        out["compile_s"] = compile_ms / 1e3
+        saving = (e["generation_ms"] or 0.0) - steady  # per generation of batch x new_tokens
+        out["break_even_tokens"] = (compile_ms / saving * batch * new_tokens
+                                    if saving > 0 else None)
+        out["break_even_generations"] = compile_ms / saving if saving > 0 else None
+    return out

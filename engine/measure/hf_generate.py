@@ -1,0 +1,108 @@
+"""Hugging Face ``generate()`` with its static cache, as a second decoding path.
+
+For ``hf:ARCH`` decoder-only models given ``new_tokens > 0``: after the ordinary protocol (one
+timed call = one forward over ``seq`` tokens), whole greedy generations through the library's
+own ``model.generate(..., cache_implementation="static")``, prompt = the run's ``seq`` tokens,
+measured by engine/measure/decode.py's ``measure_generations`` (warm-up watched for recompiles, timed
+generations alternating with eager's, TTFT, per-token latency, tokens/s, compile cost,
+break-even in tokens).
+
+How it is timed: a streamer's ``put`` is called with each new token moved to the host
+(``tokens.cpu()``, which waits for the device), so the time of each ``put`` is when that token
+existed; the first ``put`` is the prompt itself. What is compiled: the model's ``forward``,
+with the variant's own ``torch.compile`` options, as the transformers docs show for a static
+cache; ``disable_compile=True`` keeps generate() from compiling on its own (it does so on CUDA
+with a static cache), so eager stays eager and each variant is the mode it names. The forward is
+restored afterwards. Where the installed transformers cannot do this, the figure holds the error
+and the run goes on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from engine.measure import decode, signals
+from engine.measure.timing import Timer
+
+
+def wanted(model: torch.nn.Module) -> bool:
+    return isinstance(getattr(model, "compilelab_hf_generate", None), dict)
+
+
+class _Clock:
+    """A streamer recording when each token reached the host, and the compile count then."""
+
+    def __init__(self, watch: bool) -> None:
+        self.times: list[float] = []
+        self.compiles: list[int] = []
+        self.watch = watch
+
+    def put(self, value: Any) -> None:
+        self.times.append(time.perf_counter())
+        self.compiles.append(signals.compile_count() if self.watch else 0)
+
+    def end(self) -> None:
+        pass
+
+
+def _one(inner: torch.nn.Module, ids: torch.Tensor, new_tokens: int, timer: Timer,
+         watch: bool) -> dict[str, Any]:
+    clock = _Clock(watch)
+    before = signals.compile_count() if watch else 0
+    timer.sync()
+    t0 = time.perf_counter()
+    inner.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
+                   min_new_tokens=new_tokens, do_sample=False, use_cache=True,
+                   cache_implementation="static", disable_compile=True, streamer=clock,
+                   pad_token_id=0)
+    timer.sync()
+    end = time.perf_counter()
+    tokens = clock.times[1:]  # [0] is the prompt
+    if not tokens:
+        raise RuntimeError("generate() produced no token")
+    steps = [(b - a) * 1e3 for a, b in zip(tokens, tokens[1:], strict=False)]
+    counts = clock.compiles[1:]
+    compiled_steps = [i for i, (a, b) in enumerate(zip(counts, counts[1:], strict=False))
+                      if b > a]
+    return {"ttft_ms": (tokens[0] - t0) * 1e3, "decode_ms": (end - tokens[0]) * 1e3,
+            "total_ms": (end - t0) * 1e3, "step_ms": steps,
+            "prefill_compiles": (counts[0] - before) if watch else 0,
+            "compiled_steps": compiled_steps}
+
+
+def measure(model: torch.nn.Module, compile_kwargs: dict[str, Any] | None, timer: Timer, *,
+            seed: int, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """The ``hf_generate`` figure of one variant: ``compile_kwargs`` None for eager, else the
+    variant's ``torch.compile`` options applied to the model's forward."""
+    cfg = model.compilelab_hf_generate
+    inner = model.inner
+    batch, prompt, new_tokens = int(cfg["batch"]), int(cfg["prompt"]), int(cfg["new_tokens"])
+    gen = torch.Generator().manual_seed(seed)
+    device = next(inner.parameters()).device
+    ids = torch.randint(0, int(cfg["vocab"]), (batch, prompt), generator=gen).to(device)
+    compiled = None if compile_kwargs is None else torch.compile(inner.forward, **compile_kwargs)
+
+    def side(forward: Callable[..., Any] | None) -> decode.GenFn:
+        def run(per_step: bool, watch: bool) -> dict[str, Any]:
+            if forward is not None:
+                inner.forward = forward  # the instance attribute shadows the class's method
+            try:
+                return _one(inner, ids, new_tokens, timer, watch)
+            finally:
+                inner.__dict__.pop("forward", None)
+        return run
+
+    try:
+        out = decode.measure_generations(
+            side(compiled), None if compiled is None else side(None), batch=batch,
+            prompt=prompt, new_tokens=new_tokens, first_call_ms=None, repeats=3,
+            progress=progress)
+    except Exception as e:  # an older/newer transformers without this path: say so, go on
+        return {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
+                if str(e).strip() else type(e).__name__}
+    out["path"] = "transformers generate(), static cache, greedy"
+    return out

@@ -1,0 +1,352 @@
+"""The training step a ``step="train"`` run times: forward, loss, backward, optimizer step.
+
+One step, as a fine-tuning loop runs it::
+
+    opt.zero_grad(set_to_none=True)
+    with autocast(dtype):                    # only with autocast bfloat16/float16
+        loss = loss_fn(model(*inputs))       # model and loss compiled together (one module)
+    scaler.scale(loss).backward()            # GradScaler only with autocast float16
+    scaler.step(opt); scaler.update()        # else loss.backward(); opt.step()
+
+on one fixed batch: the inputs the factory built from the seed, and labels the factory (or the
+default loss) drew from the seed too. The loss comes from the model factory, which may return
+``(model, inputs, loss_fn)`` with ``loss_fn(output) -> scalar tensor`` (it closes over its
+labels); without one, the loss is the mean squared error of every floating output against a
+fixed random target (:func:`default_loss`).
+
+Variants (``engine.spec.split_variant``): ``eager`` (nothing compiled), a compile mode such as
+``default`` (model + loss compiled with ``torch.compile``; backward through AOTAutograd's compiled
+backward graph), and ``MODE+opt`` (also the optimizer step, ``torch.compile`` on ``opt.step``, the
+"compiled optimizer"; ``eager+opt`` compiles the optimizer step alone). The optimizer step is
+compiled with the run's backend and its default mode.
+
+Dropout is switched off (every dropout module's ``p`` set to 0, also the ``dropout_prob`` that
+some Hugging Face attention layers read): compiled code draws different random numbers than
+eager, so with dropout on neither the float64 accuracy check nor "same step, faster" would hold.
+BatchNorm and the rest train normally. Stated in the README.
+
+Inside a compiled variant's process there are two copies of the model: the compiled one and an
+eager twin that the interleaved rounds time against it. The twin's parameters, gradients and
+optimizer state are resident while the compiled variant's peak memory is read, so they are
+subtracted from it (:meth:`Training.discount_eager_twin`): the peak reported is the compiled
+step's own (its parameters, gradients, optimizer state, and the activations it keeps for
+backward), comparable with the eager variant's, which runs alone in its process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.utils import _pytree as pytree
+
+from engine import grid
+from engine.measure import accuracy
+from engine.spec import split_variant
+
+LossFn = Callable[[Any], torch.Tensor]
+
+
+def upcast(x: torch.Tensor) -> torch.Tensor:
+    """At least float32 for a loss (a bfloat16 reduction loses the loss), float64 stays."""
+    return x if x.dtype == torch.float64 else x.float()
+
+
+def default_loss(model: nn.Module, inputs: tuple, seed: int) -> LossFn:
+    """MSE of every floating output against a fixed random target drawn from ``seed``. One
+    forward under no_grad finds the output's shapes (the target must exist before any compile
+    sees the loss)."""
+    with torch.no_grad():
+        out = model(*inputs)
+    leaves = [t for t in pytree.tree_leaves(out)
+              if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    if not leaves:
+        raise TypeError("the model's output has no floating tensor to train on; return "
+                        "(model, inputs, loss_fn) from the factory")
+    gen = torch.Generator(device=leaves[0].device).manual_seed(seed + 1)
+    targets = [torch.randn(t.shape, generator=gen, device=t.device, dtype=torch.float32)
+               for t in leaves]
+
+    def loss(output: Any) -> torch.Tensor:
+        outs = [t for t in pytree.tree_leaves(output)
+                if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        total = None
+        for o, target in zip(outs, targets, strict=True):
+            o = upcast(o)
+            term = F.mse_loss(o, target.to(o.dtype))
+            total = term if total is None else total + term
+        return total
+
+    return loss
+
+
+class WithLoss(nn.Module):
+    """Model and loss as one module, so ``torch.compile`` fuses the loss into the forward graph
+    (as a training script that computes its loss in ``forward`` gets)."""
+
+    def __init__(self, model: nn.Module, loss_fn: LossFn) -> None:
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+
+    def forward(self, *inputs: Any) -> torch.Tensor:
+        return self.loss_fn(self.model(*inputs))
+
+
+def disable_dropout(model: nn.Module) -> None:
+    """Dropout off, training mode otherwise on (see the module docstring for why)."""
+    for m in model.modules():
+        if isinstance(m, nn.modules.dropout._DropoutNd):
+            m.p = 0.0
+        for attr in ("dropout_prob", "attention_dropout"):  # Hugging Face attention layers
+            if isinstance(getattr(m, attr, None), float):
+                setattr(m, attr, 0.0)
+
+
+def make_optimizer(run: dict[str, Any], params: Any) -> torch.optim.Optimizer:
+    """SGD (momentum 0.9) or AdamW at the run's learning rate; ``foreach``/``fused`` when
+    asked (an implementation this torch or device lacks fails the variant with torch's reason)."""
+    kw: dict[str, Any] = {"lr": float(run.get("lr", 1e-4))}
+    impl = run.get("optimizer_impl", "default")
+    if impl in ("foreach", "fused"):
+        kw[impl] = True
+    if run.get("optimizer", "adamw") == "sgd":
+        return torch.optim.SGD(params, momentum=0.9, **kw)
+    return torch.optim.AdamW(params, **kw)
+
+
+def _grad_scaler(device: str) -> Any:
+    try:
+        return torch.amp.GradScaler(device.split(":")[0])
+    except (AttributeError, TypeError):  # older torch: CUDA only
+        return torch.cuda.amp.GradScaler()
+
+
+def _mark_step() -> None:
+    # CUDA-graph trees (reduce-overhead) must know where an iteration starts; cheap otherwise.
+    mark = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
+    if mark is not None:
+        mark()
+
+
+class Replica:
+    """One trainable copy: model (+ loss), its optimizer, scaler and autocast settings."""
+
+    def __init__(self, run: dict[str, Any], model: nn.Module, loss_fn: LossFn, inputs: tuple,
+                 device: str, *, autocast: str | None, compile_model: dict[str, Any] | None,
+                 compile_optimizer: dict[str, Any] | None) -> None:
+        self.model = model
+        self.inputs = inputs
+        self.module: nn.Module = WithLoss(model, loss_fn)
+        self.forward: Callable[..., torch.Tensor] = self.module
+        if compile_model is not None:
+            self.forward = torch.compile(self.module, **compile_model)
+        self.opt = make_optimizer(run, model.parameters())
+        if compile_optimizer is not None:
+            # an instance attribute: GradScaler.step(opt) and opt.step() both reach it
+            self.opt.step = torch.compile(self.opt.step, **compile_optimizer)  # type: ignore
+        self.device_type = device.split(":")[0]
+        self.autocast = autocast
+        self.scaler = _grad_scaler(device) if autocast == "float16" else None
+        self.compiled = compile_model is not None or compile_optimizer is not None
+
+    def step(self) -> torch.Tensor:
+        """One training step; returns the loss (a tensor: reading it would synchronise)."""
+        if self.compiled:
+            _mark_step()
+        self.opt.zero_grad(set_to_none=True)
+        ctx = (torch.autocast(self.device_type, dtype=getattr(torch, self.autocast))
+               if self.autocast else contextlib.nullcontext())
+        with ctx:
+            loss = self.forward(*self.inputs)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.opt.step()
+        return loss
+
+    def resident_bytes(self) -> int:
+        """Device bytes this copy keeps between steps: parameters, buffers, gradients and
+        optimizer state, each storage counted once (tied weights share one)."""
+        seen: dict[int, int] = {}
+
+        def add(t: Any) -> None:
+            if isinstance(t, torch.Tensor) and t.device.type != "cpu":
+                s = t.untyped_storage()
+                seen[s.data_ptr()] = s.nbytes()
+
+        for p in self.model.parameters():
+            add(p)
+            add(p.grad)
+        for b in self.model.buffers():
+            add(b)
+        for state in self.opt.state.values():
+            for v in state.values():
+                add(v)
+        return sum(seen.values())
+
+    def snapshot(self, losses: list[torch.Tensor]) -> accuracy.Tensors:
+        """Losses of steps 1..N and every parameter now, copied to the host (so the copy
+        takes no device memory and later steps cannot overwrite it)."""
+        out = {f"loss@{i + 1}": loss.detach().to("cpu", copy=True).reshape(())
+               for i, loss in enumerate(losses)}
+        for name, p in self.model.named_parameters():
+            out[f"param:{name}"] = p.detach().to("cpu", copy=True)
+        return out
+
+
+def gradients(model: nn.Module) -> accuracy.Tensors:
+    """Every parameter's gradient now, on the host (after a step with GradScaler: unscaled);
+    a parameter that got none counts as zeros, so eager and compiled compare key for key."""
+    return {f"grad:{n}": (p.grad if p.grad is not None else torch.zeros_like(p))
+            .detach().to("cpu", copy=True) for n, p in model.named_parameters()}
+
+
+class Training:
+    """The training step of one variant inside the measuring child.
+
+    ``eager_step`` and ``variant_step`` are the two functions the child times (the same thing
+    in the eager variant's process); :meth:`after_call` keeps the compiled copy's losses and
+    parameters after ``accuracy_steps`` warm-up steps; :meth:`accuracy` runs float64 and eager
+    (twice) from the same initial state for as many steps and judges them."""
+
+    def __init__(self, run: dict[str, Any], variant: str, model: nn.Module, inputs: tuple,
+                 loss_fn: LossFn | None, device: str) -> None:
+        self.run, self.variant, self.device = run, variant, device
+        self.inputs = inputs
+        self.n_steps = int(run.get("accuracy_steps", 3))
+        model.train()
+        disable_dropout(model)
+        self.loss_fn = loss_fn or default_loss(model, inputs, int(run.get("seed", 0)))
+        # the initial state, on the host: every accuracy run starts from it
+        self.initial = copy.deepcopy(model).to("cpu")
+        self.autocast = None if run.get("autocast", "none") == "none" else run["autocast"]
+        mode, compile_opt = split_variant(variant)
+        self.is_eager = variant == "eager"
+        self.compiles_optimizer = compile_opt
+        base = {"backend": run.get("backend", "inductor")}
+        model_kw = None
+        if mode != "eager":  # mode, dynamic, fullgraph, inductor options (engine/grid.py)
+            model_kw = grid.compile_kwargs(run, variant)
+        # the eager twin is built before the variant's copy is ever stepped: same start
+        self.twin = None if self.is_eager else self._replica(copy.deepcopy(model), None, None)
+        self.main = self._replica(model, model_kw, base if compile_opt else None)
+        self.losses: list[torch.Tensor] = []
+        self.compiled_state: accuracy.Tensors | None = None
+        self.compiled_grads: accuracy.Tensors | None = None
+        self.eager_step = (self.main if self.is_eager else self.twin).step  # type: ignore[union-attr]
+
+    def _replica(self, model: nn.Module, compile_model: dict[str, Any] | None,
+                 compile_optimizer: dict[str, Any] | None, *, autocast: str | None = "run",
+                 loss_fn: LossFn | None = None, inputs: tuple | None = None) -> Replica:
+        return Replica(self.run, model, loss_fn or self.loss_fn,
+                       self.inputs if inputs is None else inputs, self.device,
+                       autocast=self.autocast if autocast == "run" else autocast,
+                       compile_model=compile_model, compile_optimizer=compile_optimizer)
+
+    def variant_step(self) -> torch.Tensor:
+        """The timed step of this variant; the first ``accuracy_steps`` losses are kept."""
+        loss = self.main.step()
+        if len(self.losses) < self.n_steps:
+            # a private copy: CUDA-graph outputs are overwritten by the next replay
+            self.losses.append(loss.detach().clone())
+        return loss
+
+    def after_call(self, index: int) -> None:
+        """Called by the child between warm-up calls (outside any timed window): after call
+        ``accuracy_steps`` the compiled copy's state is what accuracy is judged on."""
+        if self.is_eager:
+            return
+        if index == 1 and self.compiled_grads is None:  # the gradients of step 1
+            self.compiled_grads = gradients(self.main.model)
+        if index == self.n_steps and self.compiled_state is None:
+            self.compiled_state = {**self.main.snapshot(self.losses),
+                                   **(self.compiled_grads or {})}
+
+    def discount_eager_twin(self, res: dict[str, Any]) -> None:
+        """Peak memory of the variant's own step: less the eager twin's resident bytes."""
+        if self.twin is None or res.get("peak_allocated_bytes") is None:
+            return
+        twin = self.twin.resident_bytes()
+        res["eager_twin_bytes"] = twin
+        for key in ("peak_allocated_bytes", "peak_reserved_bytes"):
+            res[key] = max(int(res[key]) - twin, 0)
+
+    def explain_target(self) -> tuple[nn.Module, tuple]:
+        """What ``torch._dynamo.explain`` traces for graph breaks: model and loss."""
+        return self.main.module, self.inputs
+
+    def _run_from_start(self, dtype: torch.dtype | None) -> accuracy.Tensors:
+        """``accuracy_steps`` eager steps from the initial state; float64: no autocast."""
+        model = copy.deepcopy(self.initial).to(self.device)
+        inputs = self.inputs
+        if dtype is not None:
+            model = model.to(dtype)
+            inputs = accuracy.to_float64(inputs)
+        rep = self._replica(model, None, None, autocast=None if dtype is not None else "run",
+                            inputs=inputs)
+        losses, grads = [], {}
+        for i in range(self.n_steps):
+            losses.append(rep.step().detach().clone())
+            if i == 0:
+                grads = gradients(rep.model)
+        return {**rep.snapshot(losses), **grads}
+
+    @staticmethod
+    def _updates(state: accuracy.Tensors, start: accuracy.Tensors) -> accuracy.Tensors:
+        return {k: (v.double() - start[k] if k in start else v) for k, v in state.items()}
+
+    def accuracy(self) -> dict[str, Any]:
+        """Loss of each step, gradients after step 1 and parameters after ``accuracy_steps``
+        steps, float64 against eager (twice) and, in a compiled variant's process, against the
+        compiled copy."""
+        mult = float(self.run.get("accuracy_multiplier", accuracy.DEFAULT_MULTIPLIER))
+        floor = accuracy.floor_for(self.run)
+        try:
+            eager_a = self._run_from_start(None)
+            eager_b = self._run_from_start(None)
+            fp64 = self._run_from_start(torch.float64)
+        except Exception as e:
+            return accuracy.failed(f"float64 reference failed: {type(e).__name__}: {e}")
+        compiled = self.compiled_state
+        if not self.is_eager and compiled is None:
+            return accuracy.failed("the compiled copy did not reach the accuracy step")
+        # parameters are judged by their update since the start (see engine/measure/accuracy.py)
+        start = {f"param:{n}": p.detach().double() for n, p in self.initial.named_parameters()}
+        eager_a, eager_b, fp64 = (self._updates(d, start) for d in (eager_a, eager_b, fp64))
+        if compiled is not None:
+            compiled = self._updates(compiled, start)
+        groups = {}
+        # losses and step-1 gradients tensor by tensor; updates over the whole model, because
+        # an adaptive optimizer turns near-zero gradients into lr-sized steps whose sign
+        # rounding decides (engine/measure/accuracy.py says why)
+        for group, prefix, judge in (("loss", "loss@", accuracy.judge),
+                                     ("gradients", "grad:", accuracy.judge),
+                                     ("parameters", "param:", accuracy.judge_whole)):
+            pick = lambda d, p=prefix: {k: v for k, v in d.items() if k.startswith(p)}  # noqa: E731
+            groups[group] = judge(pick(fp64), pick(eager_a),
+                                  None if compiled is None else pick(compiled),
+                                  multiplier=mult, floor=floor)
+        extra: dict[str, Any] = {"step": "train", "steps": self.n_steps,
+                                 "final_loss_fp64": float(fp64[f"loss@{self.n_steps}"]),
+                                 "final_loss_eager": float(eager_a[f"loss@{self.n_steps}"])}
+        out: dict[str, Any] = {}
+        if compiled is not None:
+            extra["final_loss_compiled"] = float(compiled[f"loss@{self.n_steps}"])
+            extra["torch_same"] = accuracy._torch_same(eager_a, compiled, fp64, tol=floor * 10)
+            diff = accuracy.max_abs_diff(eager_a, compiled)
+            scale = max((float(v.double().abs().max()) for v in eager_a.values() if v.numel()),
+                        default=1.0) or 1.0
+            out.update(max_abs_err=diff, max_rel_err=diff / scale, atol=None, rtol=None)
+        out.update(accuracy.figures(groups, deterministic_diff=accuracy.max_abs_diff(
+            eager_a, eager_b), extra=extra))
+        out["correct"] = bool(out["accuracy_ok"])
+        return out
