@@ -294,6 +294,7 @@ def import_bundle(payload: dict | str | bytes):
     """Validate and import a bundle (its JSON text or bytes, parsed by storage under its limits),
     all or nothing; returns ``storage.bundle.ImportResult`` (new ids, and the ids of runs that
     were already here and not imported again). Raises BundleError with a user message."""
+    import engine.spec  # noqa: F401  (installs the validator the import checks specs with)
     from storage import bundle
 
     outcome = bundle.import_bundle_result(database(), payload)

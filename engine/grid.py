@@ -211,3 +211,10 @@ def settings(variant: str) -> dict[str, Any]:
         except GridError:
             out["config"] = rest  # a name from elsewhere (an import) shown as it is
     return out
+
+
+def split_variant(variant: str) -> tuple[str, bool]:
+    """``"reduce-overhead+opt"`` -> ``("reduce-overhead", True)``: the model's compile mode
+    ("eager": not compiled) and whether the optimizer step is compiled too.  A grid config
+    (``"default+opt@dyn=1"``, engine/grid.py) is not part of the mode."""
+    return _mode(variant.partition(SEP)[0])

@@ -11,13 +11,17 @@ import math
 import os
 from typing import Any
 
+from contract import spec_check
 from contract.schema import RunSpec
+from contract.spec_check import SpecError
 from contract.text import one_line
 from engine import grid, spec_rules
 from engine.environment import PROJECT_ROOT
+from engine.grid import split_variant
 from engine.measure import shape_mix
-from engine.models.catalogue import CatalogueError, check_dim_value, get_model
-from engine.spec_stored import stored_model_info
+from engine.models.catalogue import CatalogueError, get_model
+from engine.models.info import check_dim_value
+from engine.spec_stored import is_reference, stored_model_info
 
 VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # Training only: the same modes with the optimizer step compiled too (torch.compile on
@@ -34,12 +38,6 @@ DEVICES = ("cpu", "cuda")
 DEFAULTS: dict[str, Any] = RunSpec.defaults()
 
 
-class SpecError(ValueError):
-    """Bad input; ``field`` names what to fix so a form can show the message beside it."""
-
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 # Backends a spec may name without torch at hand (the dashboard and the worker validate without
@@ -93,15 +91,6 @@ def _flag(spec: dict[str, Any], key: str) -> None:
 def user_models_allowed_by_env() -> bool:
     """The operator's switch for a worker: ``COMPILELAB_ALLOW_USER_MODELS=1``."""
     return os.environ.get(USER_MODELS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def is_reference(model: str) -> bool:
-    """``path/file.py:factory`` or ``pkg.mod:factory``: code named by the spec itself, as opposed
-    to a catalogue name, ``plugin:NAME`` (code the operator put in the plugin folder) or a
-    registry model (``timm:NAME``, ``torchvision:NAME``, ``hf:ARCH``: a library's own model)."""
-    from engine.models.registries import is_registry_name
-
-    return ":" in model and not model.startswith("plugin:") and not is_registry_name(model)
 
 
 def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = False,
@@ -290,16 +279,6 @@ def _check_grid(spec: dict[str, Any], configs: dict[str, tuple[str, dict[str, An
                         f"(grid_limit, --grid-limit; at most {grid.MAX_GRID_LIMIT})", "variants")
 
 
-def split_variant(variant: str) -> tuple[str, bool]:
-    """``"reduce-overhead+opt"`` -> ``("reduce-overhead", True)``: the model's compile mode
-    ("eager": not compiled) and whether the optimizer step is compiled too.  A grid config
-    (``"default+opt@dyn=1"``, engine/grid.py) is not part of the mode."""
-    variant = variant.partition(grid.SEP)[0]
-    if variant.endswith(OPT_SUFFIX):
-        return variant[: -len(OPT_SUFFIX)], True
-    return variant, False
-
-
 def _choice(spec: dict[str, Any], key: str, choices: tuple[str, ...]) -> None:
     if not isinstance(spec[key], str) or spec[key] not in choices:
         raise SpecError(f"{key} must be one of {', '.join(choices)}, got {_show(spec[key])}", key)
@@ -390,3 +369,7 @@ def check_user_factory(ref: str, dims: dict[str, int], timeout_s: float = 600.0)
                             "model") from None
     if verdict.get("error"):
         raise SpecError(one_line(verdict["error"]), "model")
+
+
+# bundles and rows read by storage are checked with this validator (contract/spec_check.py)
+spec_check.install(lambda raw: normalise(raw, stored=True))

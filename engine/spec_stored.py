@@ -41,8 +41,6 @@ def _stand_in(name: str, dims: dict[str, Any]) -> ModelInfo:
 def stored_model_info(name: str, dims: Any) -> ModelInfo:
     """The catalogue entry for ``name`` when this machine has it, else a stand-in checked by
     form only (see the module docstring); ``CatalogueError`` for a name no model can have."""
-    from engine.spec import is_reference
-
     given = dims if isinstance(dims, dict) else {}
     if is_reference(name):  # never resolved: resolving reads the file or imports the package
         if _FILE_REF.fullmatch(name) or _MODULE_REF.fullmatch(name):
@@ -68,3 +66,12 @@ def stored_model_info(name: str, dims: Any) -> ModelInfo:
             return _stand_in(name, given)
     raise CatalogueError(f"model {name[:80]!r} is not a model name (letters, digits and "
                          "_ . - only)")
+
+
+def is_reference(model: str) -> bool:
+    """``path/file.py:factory`` or ``pkg.mod:factory``: code named by the spec itself, as opposed
+    to a catalogue name, ``plugin:NAME`` (code the operator put in the plugin folder) or a
+    registry model (``timm:NAME``, ``torchvision:NAME``, ``hf:ARCH``: a library's own model)."""
+    from engine.models.registries import is_registry_name
+
+    return ":" in model and not model.startswith("plugin:") and not is_registry_name(model)

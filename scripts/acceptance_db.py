@@ -16,6 +16,7 @@ def finished(db: object, tag: str) -> list[int]:
 def merge(target: object, sources: list[str], tag: str) -> None:
     """Copy every finished run tagged ``tag`` of the databases ``sources`` into ``target``
     (through a bundle: a run already there is recognised and not duplicated)."""
+    import engine.spec  # noqa: F401  (installs the validator bundle imports check specs with)
     from storage import export_bundle, import_bundle, open_database
 
     for url in sources:

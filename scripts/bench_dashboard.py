@@ -46,6 +46,7 @@ def _shift(value: str | None, by: dt.timedelta) -> str | None:
 
 def fill(db, n_runs: int) -> None:
     """``n_runs`` runs copied from the H200 bundle, in chunks of CHUNK runs."""
+    import engine.spec  # noqa: F401  (installs the validator bundle imports check specs with)
     from storage import import_bundle
 
     template = json.loads(BUNDLE.read_text())

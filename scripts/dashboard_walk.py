@@ -57,6 +57,7 @@ def dashboard(tmp: Path | None = None) -> Iterator[tuple[str, str]]:
     """(base URL, database URL) of a headless dashboard on a fresh SQLite file holding the
     shipped bundle, no worker (a newcomer's first look)."""
     sys.path.insert(0, str(ROOT))
+    import engine.spec  # noqa: F401  (installs the validator bundle imports check specs with)
     from storage import import_bundle, open_database
 
     tmp = tmp or Path(tempfile.mkdtemp(prefix="compilelab-walk-"))

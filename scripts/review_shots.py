@@ -32,6 +32,7 @@ from scripts.dashboard_walk import (  # noqa: E402
 
 
 def _prepare(db_url: str, bundles: list[Path], pin_tag: str | None) -> list[int]:
+    import engine.spec  # noqa: F401  (installs the validator bundle imports check specs with)
     from storage import import_bundle, open_database
     from storage.selection import pin_tag as pin
 

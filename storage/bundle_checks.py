@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from contract import spec_check
 from contract.schema import FIGURES
 from contract.text import one_line
 
@@ -38,14 +39,12 @@ _EXTRA: dict[str, tuple[tuple[str, str], ...]] = {
 def spec_problem(run: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(field path below the run, message)`` when the run's spec is not one the validator
     accepts or the run's columns disagree with it; None when it is fine."""
-    from engine.spec import SpecError, normalise
-
     raw = run["spec"]
     if "model" not in raw:  # older bundles keep the model beside the spec only
         raw = {**raw, "model": run["model"]}
     try:
-        spec = normalise(raw, stored=True)
-    except SpecError as e:
+        spec = spec_check.stored_spec(raw)
+    except spec_check.SpecError as e:
         return ("spec" + (f".{e.field}" if e.field else ""), one_line(e, 400))
     except Exception as e:  # noqa: BLE001 - hostile input must give a message, not a traceback
         return "spec", f"invalid spec ({type(e).__name__}: {one_line(e, 200)})"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import engine.spec  # noqa: F401  (installs the validator storage checks imported specs with)
 from tests.test_storage_support import BACKENDS, backend_url
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from engine.orchestrate import compiler_server
+from engine.orchestrate import compiler_server, preloads
 from engine.orchestrate.process import wants_compiler_server
 
 
@@ -34,7 +34,7 @@ def test_not_started_is_neither_usable_nor_pending(monkeypatch):
 
 
 def test_preloads_put_the_compiler_before_the_exit_hook():
-    got = compiler_server.preloads(False)
+    got = preloads.compiler_preloads(False)
     assert got[-1] == "engine.orchestrate.preload" and got[-2] == "engine.orchestrate.preload_compiler"
     assert got[0] == "engine.measure.child"
 

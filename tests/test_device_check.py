@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.measure import device_probe
-from engine.orchestrate import forked
+from engine.orchestrate import forked, preloads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,12 +24,12 @@ def test_the_backends_taken_on_trust_are_registered_by_this_torch() -> None:
 
 
 def test_libraries_are_preloaded_unless_the_model_is_a_builtin_needing_none() -> None:
-    assert not forked.wants_libraries("mlp")
-    assert forked.wants_libraries("bert_base")  # requires transformers
+    assert not preloads.wants_libraries("mlp")
+    assert preloads.wants_libraries("bert_base")  # requires transformers
     for other in ("hf:bert", "timm:resnet18", "plugin:x", "my_models.py:build", "nosuch"):
-        assert forked.wants_libraries(other)
-    assert "engine.orchestrate.preload_libs" not in forked.preloads(False)
-    assert forked.preloads(True)[-1] == forked.preloads(False)[-1] == "engine.orchestrate.preload"
+        assert preloads.wants_libraries(other)
+    assert "engine.orchestrate.preload_libs" not in preloads.preloads(False)
+    assert preloads.preloads(True)[-1] == preloads.preloads(False)[-1] == "engine.orchestrate.preload"
 
 
 def _probe_transformers() -> None:
@@ -61,7 +61,7 @@ def _cli_like() -> None:
     print(json.dumps(out))
 
 
-@pytest.mark.skipif(not forked.enabled(), reason="fork server is Linux-only")
+@pytest.mark.skipif(not preloads.enabled(), reason="fork server is Linux-only")
 def test_the_cli_checks_the_device_in_a_fork_and_never_imports_torch() -> None:
     code = ("import sys; sys.path.insert(0, 'tests'); import test_device_check as t; "
             "t._cli_like()")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.orchestrate import forked
+from engine.orchestrate import forked, preloads
 
-pytestmark = pytest.mark.skipif(not forked.enabled(), reason="fork server is Linux-only")
+pytestmark = pytest.mark.skipif(not preloads.enabled(), reason="fork server is Linux-only")
 
 
 def test_a_fork_holds_nothing_compiled_and_no_cuda_context():

@@ -82,6 +82,7 @@ def _say_artifacts_left_out(args: argparse.Namespace) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    import engine.spec  # noqa: F401  (installs the validator the import checks specs with)
     from storage import import_bundle_result, open_database
     from storage.bundle import MAX_BUNDLE_BYTES, BundleError
 

@@ -258,9 +258,9 @@ def _start_server_early(args: argparse.Namespace) -> None:
     """A run measured here starts the preloaded process server (engine/orchestrate/forked.py) before its
     spec is checked; ``python -m engine run`` has started it even earlier (engine/__main__.py,
     ``forked.start_for_argv``), and then this does nothing."""
-    from engine.orchestrate import forked
+    from engine.orchestrate import forked, preloads
 
-    forked.start_early(libraries=forked.wants_libraries(args.model))
+    forked.start_early(libraries=preloads.wants_libraries(args.model))
 
 
 def process_age_s() -> float | None:

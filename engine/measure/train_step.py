@@ -14,7 +14,7 @@ default loss) drew from the seed too. The loss comes from the model factory, whi
 labels); without one, the loss is the mean squared error of every floating output against a
 fixed random target (:func:`default_loss`).
 
-Variants (``engine.spec.split_variant``): ``eager`` (nothing compiled), a compile mode such as
+Variants (``engine.grid.split_variant``): ``eager`` (nothing compiled), a compile mode such as
 ``default`` (model + loss compiled with ``torch.compile``; backward through AOTAutograd's compiled
 backward graph), and ``MODE+opt`` (also the optimizer step, ``torch.compile`` on ``opt.step``, the
 "compiled optimizer"; ``eager+opt`` compiles the optimizer step alone). The optimizer step is
@@ -46,8 +46,8 @@ from torch.nn import functional as F
 from torch.utils import _pytree as pytree
 
 from engine import grid
+from engine.grid import split_variant
 from engine.measure import accuracy
-from engine.spec import split_variant
 
 LossFn = Callable[[Any], torch.Tensor]
 

@@ -24,7 +24,7 @@ import importlib.util
 import re
 from dataclasses import dataclass
 
-from engine.models.catalogue import CatalogueError, Dim, ModelInfo
+from engine.models.info import CatalogueError, Dim, ModelInfo
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 BUILDERS = "engine.models.registry"

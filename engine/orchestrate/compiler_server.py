@@ -33,17 +33,11 @@ from multiprocessing import forkserver, popen_forkserver
 from multiprocessing.context import ForkServerProcess
 from typing import Any
 
-from engine.orchestrate import forked
+from engine.orchestrate.preloads import compiler_preloads, enabled
 
 _SERVER: Any = None
 _READY = ""
 READY_ENV = "COMPILELAB_COMPILER_SERVER_READY"
-
-
-def preloads(libraries: bool = True) -> list[str]:
-    """The plain server's preloads with the compiler's before the last (exit-hook) module."""
-    base = forked.preloads(libraries)
-    return [*base[:-1], "engine.orchestrate.preload_compiler", base[-1]]
 
 
 def wanted() -> bool:
@@ -56,7 +50,7 @@ def wanted() -> bool:
 def start(libraries: bool = True) -> None:
     """Start the server now without waiting for its imports (a later fork waits for them).
 
-    Not for a run whose model may need a library (``libraries``, ``forked.wants_libraries``):
+    Not for a run whose model may need a library (``libraries``, ``preloads.wants_libraries``):
     the server would import it too and get ready too late to pay.  On the H200 host, for
     BERT-base, it took 12.5 s alone (torch, transformers, the compiler; the plain server:
     about 5 s), and its forks still imported the model's modules (3.6 s) and built it; in a
@@ -65,7 +59,7 @@ def start(libraries: bool = True) -> None:
     the processes started at once).  For the seed MLP it was ready 7.5 s into the run, before
     the first batch had imported the compiler (8.4-10.1 s), and its forks skipped that import."""
     global _SERVER, _READY, _STARTED_AT
-    if _SERVER is not None or libraries or not forked.enabled() or not wanted():
+    if _SERVER is not None or libraries or not enabled() or not wanted():
         return
     fd, ready = tempfile.mkstemp(prefix="compilelab-compiler-server-", suffix=".ready")
     os.close(fd)
@@ -73,7 +67,7 @@ def start(libraries: bool = True) -> None:
     os.environ[READY_ENV] = ready  # the server inherits this process's environment
     try:
         server = forkserver.ForkServer()
-        server.set_forkserver_preload(preloads(libraries))
+        server.set_forkserver_preload(compiler_preloads(libraries))
         server.ensure_running()
         _SERVER, _READY = server, ready
         _STARTED_AT = time.monotonic()

@@ -24,8 +24,8 @@ import os
 import tempfile
 import time
 
+from contract.spec_check import SpecError
 from engine.measure import device_probe
-from engine.spec import SpecError
 
 PROBE_TIMEOUT_S = 120.0
 TIMES: dict[str, float] = {}

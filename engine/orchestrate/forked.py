@@ -37,6 +37,8 @@ import sys
 import time
 from typing import Any
 
+from engine.orchestrate.preloads import enabled, preloads, wants_libraries
+
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PR_SET_NAME = 15
 NAME_PREFIX = "cl:"
@@ -48,26 +50,6 @@ USED = False
 STARTED_EARLY = False
 """Whether ``start_early`` started the server in this process (the CLI's ``run``): then the
 spec's device check runs in a fork of it (engine/orchestrate/device_check.py), not in the caller."""
-
-
-def enabled() -> bool:
-    return (sys.platform.startswith("linux")
-            and os.environ.get("COMPILELAB_FORKSERVER", "1").strip() not in ("0", "false", "no"))
-
-
-def preloads(libraries: bool = True) -> list[str]:
-    """The server's preloads: the child (and so torch), the model libraries if asked, and last
-    the module that makes the server skip its teardown."""
-    return ["engine.measure.child", *(["engine.orchestrate.preload_libs"] if libraries else []), "engine.orchestrate.preload"]
-
-
-def wants_libraries(model: str) -> bool:
-    """May a run of ``model`` import a preloadable model library?  No only for a built-in
-    catalogue model that requires no optional package (the seed MLP); a registry, plugin or
-    user model, or a name the catalogue does not know, may."""
-    from engine.models.catalogue import BUILTIN
-
-    return not any(m.name == model and not m.requires for m in BUILTIN)
 
 
 def context(libraries: bool = True) -> Any:

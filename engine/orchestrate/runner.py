@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.analysis import stats, variant_stats
 from engine.measure import forensics, roofline, startup, torch_trace
-from engine.orchestrate import compiler_server, forked, gates
+from engine.orchestrate import compiler_server, forked, gates, preloads
 from engine.orchestrate.eta import Eta, describe
 from engine.orchestrate.process import ChildProcess, run_child, wants_compiler_server
 from engine.orchestrate.schedule import ALIVE, Job, decide, explains_ahead, resolve
@@ -158,7 +158,7 @@ def run_variants(
     if concurrency > 1 and forked.usable():
         # side by side: eager and the further processes fork from the compiler server, whose
         # imports count as a preparing process until it is ready (engine/schedule.decide)
-        compiler_server.start(forked.wants_libraries(str(spec.get("model"))))
+        compiler_server.start(preloads.wants_libraries(str(spec.get("model"))))
     results: dict[str, dict[str, Any]] = {}
     eager_first: dict[str, float | None] = {"ms": None}
     plan: list[Job] = ([Job("eager", 0)] if "eager" in variants else [])
