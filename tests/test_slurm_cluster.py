@@ -134,6 +134,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     c.close()
 
 
+@pytest.mark.timeout(600)  # its waits outlast the tier's 300 s default
 def test_a_run_submitted_to_slurm_reaches_done_with_its_job_id(cluster):
     """The issue's acceptance command, with a real inductor compile."""
     rid = cluster.submit("--model", "mlp", "--dim", "batch=8", "--device", "cpu",
@@ -193,6 +194,7 @@ def test_a_worker_killed_on_its_node_fails_its_run_with_the_signal(cluster):
     assert run["slurm"]["state"] == "FAILED" and run["slurm"]["exit_code"] == "0:9"
 
 
+@pytest.mark.timeout(600)  # its waits outlast the tier's 300 s default
 def test_a_hanging_run_past_its_one_minute_limit_fails_with_the_time_limit(cluster):
     rid = cluster.submit(*HANGING, COMPILELAB_SLURM_MAX_TIME_MIN="1")
     run = cluster.wait_final(rid, timeout=240)
@@ -225,6 +227,7 @@ def test_a_job_that_cannot_reach_the_database_fails_its_run_saying_so(cluster):
     assert "Connection refused" in run["error"] and run["slurm"]["exit_code"] == "3:0"
 
 
+@pytest.mark.timeout(600)  # its waits outlast the tier's 300 s default
 def test_a_job_slurm_requeues_starts_again_and_finishes_the_run(cluster):
     rid = cluster.submit(*QUICK)
     cluster.running(rid)
