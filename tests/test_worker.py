@@ -278,7 +278,7 @@ def test_two_workers_serve_50_runs_each_claimed_once_while_a_reader_queries(lab)
             run_id = int(m.group(1))
             claims[run_id] += 1
             assert runs[run_id].worker_id == w.worker_id
-        done = w.lines(r"run (\d+): eager done: median [0-9.e-]+ ms/call")
+        done = w.lines(r"run (\d+): eager \(final, \d+ process(?:es)?\): [0-9.e-]+ ms/call")
         assert len(done) == len(w.lines(r"claimed run \d+")) > 0
     assert sorted(claims) == run_ids and set(claims.values()) == {1}
     variants = queries.load_runs(lab.db, run_ids)["variants"]
@@ -368,7 +368,7 @@ def test_a_stalled_worker_that_lost_its_run_leaves_the_new_owner_alone(lab):
     v = lab.variants(run_id)
     assert v.loc["eager", "status"] == "ok", lab.logs()
     w1.wait_line(rf"run {run_id}: no longer this worker's")
-    assert w2.lines(rf"run {run_id}: eager done: median")
+    assert w2.lines(rf"run {run_id}: eager \(final")
     assert w1.stop() == 0 and w2.stop() == 0
 
 
@@ -428,7 +428,7 @@ def test_aborting_and_hanging_variants_fail_and_the_worker_serves_the_next_run(l
         assert text in d["error"]
         # The worker's log says which variant failed and why, on one line.
         assert w.lines(rf"run {run_id}: default failed: .*{re.escape(text)}"), w.log()
-    assert w.lines(rf"run {after}: eager done")
+    assert w.lines(rf"run {after}: eager \(final")
     assert w.proc.poll() is None and w.stop() == 0
 
 

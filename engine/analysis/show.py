@@ -52,7 +52,10 @@ def _cell(row: dict[str, Any], key: str | None, fmt: str | None, label: str) -> 
     if label == "speedup (95% CI)":
         if row["variant"] == "eager" or _blank(row.get("speedup")):
             return "1 (baseline)" if row["variant"] == "eager" else "-"
-        return f"{row['speedup']:.2f}x [{row['speedup_ci_low']:.2f}, {row['speedup_ci_high']:.2f}]"
+        lo, hi = row.get("speedup_ci_low"), row.get("speedup_ci_high")
+        if _blank(lo) or _blank(hi):  # a point estimate only (one round, unpaired series)
+            return f"{row['speedup']:.2f}x (no interval)"
+        return f"{row['speedup']:.2f}x [{lo:.2f}, {hi:.2f}]"
     if label == "processes, spread":
         k, spread = row.get("n_processes"), row.get("speedup_spread")
         if row["variant"] == "eager" or _blank(k):
