@@ -19,7 +19,8 @@ import pytest
 from engine.analysis.verdict import compile_host_caution, decide
 from engine.measure import compile_load
 from engine.measure.compile_load import CompileLoad, caution, tree_cpu_seconds
-from engine.orchestrate.runner import _first_process, _merge_process
+from engine.orchestrate.fold import first_process as _first_process
+from engine.orchestrate.fold import merge_process as _merge_process
 from storage.queries import load_runs
 from storage.queue import claim_next_run, enqueue_run, finish_run
 from storage.results import save_variant_result

@@ -101,8 +101,10 @@ def execute_run(
             log(f"run {run_id}: {line}")
         latest[str(result.get("variant"))] = {**result, **s}
         said = verdict_line(latest.values())
-        if said and said != logged_verdict.get("text"):
-            logged_verdict["text"] = said
+        # said again only when its answer changes or it becomes final, not as figures move
+        gist = said.split(" — ")[0] if said else None
+        if said and gist != logged_verdict.get("gist"):
+            logged_verdict["gist"] = gist
             log(f"run {run_id}: {said}")
 
     # what the log last said of each variant: the runner re-sends every variant after each
@@ -170,7 +172,7 @@ def _eta_priors(db: Any, spec: dict[str, Any], env: dict[str, Any], log: Log
                 ) -> dict[tuple[str, str, str], list[float]] | None:
     """What each stage took in this host's latest runs of the model (engine/orchestrate/eta.py): the live
     ETA starts from them instead of guessing until this run's own processes have been through
-    each stage (replayed over stored runs, ``scripts/eta_replay.py --history``).  A history
+    each stage (replayed over stored runs, ``acceptance/eta_replay.py --history``).  A history
     that cannot be read only costs the estimate its head start."""
     from engine.orchestrate.eta import stage_seconds
     from storage.history import recent_processes
