@@ -1,4 +1,4 @@
-"""What the GPU acceptance scripts (scripts/*_acceptance.py) share: their command-line options
+"""What the GPU acceptance scripts (acceptance/*_acceptance.py) share: their command-line options
 and measuring one run through the engine's own path (queue, claim, execute, store)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """How fast the dashboard builds its two busiest pages on a 10 000-run history.
 
-    .venv/bin/python scripts/bench_dashboard.py [--runs 10000] [--repeat 5] [--db PATH]
+    .venv/bin/python acceptance/bench_dashboard.py [--runs 10000] [--repeat 5] [--db PATH]
 
 1. Fills a SQLite database (a temporary one, or --db topped up to --runs) with stored runs:
    the four H200 runs of data/h200_bundle.json imported again and again through

@@ -1,10 +1,10 @@
 """Time to answer: Compile Lab's full run against the hand-written naive harness, same command.
 
-    python scripts/bench_vs_naive.py --device cuda --modes eager,default,reduce-overhead,max-autotune
-    python scripts/bench_vs_naive.py --device cuda --model bert --modes eager,default,reduce-overhead
-    python scripts/bench_vs_naive.py --device cpu --modes eager,default
+    python acceptance/bench_vs_naive.py --device cuda --modes eager,default,reduce-overhead,max-autotune
+    python acceptance/bench_vs_naive.py --device cuda --model bert --modes eager,default,reduce-overhead
+    python acceptance/bench_vs_naive.py --device cpu --modes eager,default
 
-Runs ``../shared/bench/naive_harness.py`` (one process per mode, cold then warm cache) and then
+Runs ``acceptance/naive_harness.py`` (one process per mode, cold then warm cache) and then
 ``python -m engine run`` at the shipped defaults on the same model, alternating the order over
 ``--repeats``, and prints each wall time, the ratio engine / naive, and the compile-time fidelity
 check: the engine's cold and warm first calls against the harness's ``first_call_s`` of the same
@@ -25,11 +25,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# The shared hand-written baseline; a copy under .bench/ (git-ignored) where ../shared is not
-# there (the GPU host gets only this checkout).
-NAIVE = next((p for p in (ROOT.parent / "shared" / "bench" / "naive_harness.py",
-                          ROOT / ".bench" / "naive_harness.py") if p.exists()),
-             ROOT.parent / "shared" / "bench" / "naive_harness.py")
+# The hand-written baseline, run as a user runs their own script (a separate interpreter).
+NAIVE = ROOT / "acceptance" / "naive_harness.py"
 MODELS = {
     "mlp": (["--model", "mlp", "--dim", "batch=32", "--dim", "hidden=1024"], ["--batch", "32"]),
     "bert": (["--model", "bert_base", "--dim", "batch=8", "--dim", "seq=128", "--dtype",
@@ -39,10 +36,6 @@ MODELS = {
 
 def naive(args: argparse.Namespace) -> tuple[float, dict[tuple[str, str], float]]:
     """The harness's wall time and its first calls by (mode, cold|warm)."""
-    if not NAIVE.exists():
-        raise SystemExit(f"no naive harness at {NAIVE}: on the GPU host copy it first "
-                         "(mkdir -p .bench && cp ../shared/bench/naive_harness.py .bench/) "
-                         "and carry .bench")
     cmd = [sys.executable, str(NAIVE), "--device", args.device, "--modes", args.modes,
            *MODELS[args.model][1]]
     t0 = time.perf_counter()

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from scripts.dashboard_health import NotHealthy, free_port, wait_healthy
+from acceptance.dashboard_health import NotHealthy, free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "data" / "h200_bundle.json"

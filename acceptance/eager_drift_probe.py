@@ -1,9 +1,9 @@
 """Why eager reads differently in its own process and inside a compiled variant's processes.
 
-    python scripts/eager_drift_probe.py --device cuda --model bert_base --dim batch=8 --dim seq=128 \
+    python acceptance/eager_drift_probe.py --device cuda --model bert_base --dim batch=8 --dim seq=128 \
         --dtype bfloat16 --reps 3 --conds base,gc,pin,threads,ro [--json OUT.json]
 
-Each condition runs in a fresh interpreter (``python scripts/eager_drift_probe.py --child``), the
+Each condition runs in a fresh interpreter (``python acceptance/eager_drift_probe.py --child``), the
 conditions taking turns ``--reps`` times (A B C, A B C, ...), so drift over minutes reaches each
 alike.  Inside one process, in order, with the engine's own timer and rounds
 (``engine.measure.timing``, ``engine.measure.rounds``):

@@ -1,6 +1,6 @@
 """How good the live ETA was: replay a stored run's process states through ``engine.orchestrate.eta``.
 
-    python scripts/eta_replay.py --db sqlite:///compilelab.db RUN_ID [RUN_ID ...]
+    python acceptance/eta_replay.py --db sqlite:///compilelab.db RUN_ID [RUN_ID ...]
 
 Each measuring process's stored phases give its states over time (pending until spawned,
 preparing until its first gate, waiting to compile, compiling until its next gate, waiting to
@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from acceptance.run_timeline import load  # noqa: E402  (the run as `engine show --json` gives it)
 from engine.orchestrate.eta import Eta, describe, stage_seconds, state_changes  # noqa: E402
 from engine.orchestrate.schedule import Job, resolve  # noqa: E402
-from scripts.run_timeline import load  # noqa: E402  (the run as `engine show --json` gives it)
 
 TICK_S = 0.1
 

@@ -2,8 +2,8 @@
 four start-up strategies, cache hits and misses per compile, CUDA-graph coverage and the
 lost-time account; the graph-break model for the account's three named breaks.
 
-    python scripts/forensics_acceptance.py --db sqlite:///$OUT/f.db --only bert_base
-    python scripts/forensics_acceptance.py --db sqlite:///$OUT/f.db --only gpt_decoder,graph_breaks \\
+    python acceptance/forensics_acceptance.py --db sqlite:///$OUT/f.db --only bert_base
+    python acceptance/forensics_acceptance.py --db sqlite:///$OUT/f.db --only gpt_decoder,graph_breaks \\
         --bundle $OUT/forensics_bundle.json
 
 Each model is one run through the engine's own path (validate, queue, claim, execute, store);
@@ -28,10 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from acceptance.acceptance_common import common_parser, measure  # noqa: E402
 from engine.analysis.show import format_run, run_json  # noqa: E402
 from engine.known_errors import startup_error  # noqa: E402
 from engine.spec import normalise  # noqa: E402
-from scripts.acceptance_common import common_parser, measure  # noqa: E402
 from storage import export_bundle, open_database, queries  # noqa: E402
 
 TAG = "forensics"

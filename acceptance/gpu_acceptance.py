@@ -1,6 +1,6 @@
 """The GPU acceptance set (issue 2): run it on a CUDA host after every engine change.
 
-    python scripts/gpu_acceptance.py --db sqlite:///$OUT/acceptance.db
+    python acceptance/gpu_acceptance.py --db sqlite:///$OUT/acceptance.db
 
 Measures, through the same path as ``python -m engine run`` (validate, queue, claim, execute):
 - seed MLP b32 fp32: eager, default, reduce-overhead, max-autotune;

@@ -1,6 +1,6 @@
 """User models for checking the engine's failure paths on a real GPU (not used by the tests).
 
-    python -m engine run --model scripts/gpu_models.py:allocates_200_gib_when_compiled \\
+    python -m engine run --model acceptance/gpu_models.py:allocates_200_gib_when_compiled \\
         --device cuda --variants eager,default
 
 The tests fake an out-of-memory error on the CPU (``tests/fixtures/user_models.py``); this one

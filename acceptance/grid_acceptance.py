@@ -4,8 +4,8 @@ for 1 000 and 1 000 000 calls (cold and warm compile cache) and the non-dominate
 varying-sequence model also replays a mix of sequence lengths (60 % 64, 30 % 96, 10 % 128
 tokens) and reports per ``dynamic`` setting the expected per-request time with recompiles.
 
-    python scripts/grid_acceptance.py --db sqlite:///$OUT/g.db --only bert_base --bundle $OUT/grid_bert.json
-    python scripts/grid_acceptance.py --db sqlite:///$OUT/g.db --only varying_seq --bundle $OUT/grid_varying.json
+    python acceptance/grid_acceptance.py --db sqlite:///$OUT/g.db --only bert_base --bundle $OUT/grid_bert.json
+    python acceptance/grid_acceptance.py --db sqlite:///$OUT/g.db --only varying_seq --bundle $OUT/grid_varying.json
 
 One model per command: each stays within the GPU host's 10-minute limit (two measuring processes
 per config, short timing budgets, no profiler pass; max-autotune is left out of the BERT grid).
@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from acceptance.acceptance_common import common_parser, measure  # noqa: E402
 from engine import grid  # noqa: E402
 from engine.analysis.grid_plan import plan  # noqa: E402
 from engine.analysis.pareto import mark  # noqa: E402
@@ -33,7 +34,6 @@ from engine.analysis.recommend import recommend  # noqa: E402
 from engine.analysis.show import format_run  # noqa: E402
 from engine.measure import shape_mix  # noqa: E402
 from engine.spec import normalise  # noqa: E402
-from scripts.acceptance_common import common_parser, measure  # noqa: E402
 from storage import export_bundle, open_database  # noqa: E402
 from storage.history import process_seconds  # noqa: E402
 from storage.records import load_run  # noqa: E402

@@ -1,6 +1,6 @@
 """How the granularity of eager/compiled alternation changes the steady-state figures.
 
-    python scripts/interleave_check.py [--device cuda] [--reps 6]
+    python acceptance/interleave_check.py [--device cuda] [--reps 6]
 
 For the seed MLP and the pointwise chain (torch.compile default), in one process, repeats in turn:
 - ``alternate-1``: rounds that switch function after every timed call (one untimed call first);

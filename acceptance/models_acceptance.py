@@ -11,16 +11,16 @@ Each command measures one group so that it fits in 10 minutes on an H200 (cold c
 decode step and of the prefill take tens of seconds each, and every compiled variant runs in
 ``--processes`` processes):
 
-    python scripts/models_acceptance.py --db sqlite:///$OUT/m.db --only decode --variant default
-    python scripts/models_acceptance.py --db sqlite:///$OUT/m.db --only decode --variant reduce-overhead
-    python scripts/models_acceptance.py --db sqlite:///$OUT/m.db --only decode --variant max-autotune   # optional
-    python scripts/models_acceptance.py --db sqlite:///$OUT/m.db --only vit
-    python scripts/models_acceptance.py --db sqlite:///$OUT/m.db --only gpt2
-    python scripts/models_acceptance.py --db sqlite:///$OUT/m.db --only hf_decode   # optional: HF generate()
+    python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only decode --variant default
+    python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only decode --variant reduce-overhead
+    python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only decode --variant max-autotune   # optional
+    python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only vit
+    python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only gpt2
+    python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only hf_decode   # optional: HF generate()
 
 then, on any host with the databases (several --db are merged into the first):
 
-    python scripts/models_acceptance.py --db sqlite:///all.db --db sqlite:///a.db ... --table-only \
+    python acceptance/models_acceptance.py --db sqlite:///all.db --db sqlite:///a.db ... --table-only \
         --bundle data/models_bundle.json
 
 Every run goes through ``python -m engine run`` (validate, queue, claim, execute), exactly as a
@@ -37,7 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))  # acceptance_db, also when imported by a test
+sys.path.insert(0, str(ROOT / "acceptance"))  # acceptance_db, also when imported by a test
 
 from acceptance_db import engine_run, merge, write_bundle  # noqa: E402
 

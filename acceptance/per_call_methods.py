@@ -1,6 +1,6 @@
 """Why one call timed with CUDA events and the same call timed by ``Timer.timeit(1)`` can differ.
 
-    python scripts/per_call_methods.py [--device cuda] [--samples 300]
+    python acceptance/per_call_methods.py [--device cuda] [--samples 300]
 
 For the seed MLP and the pointwise chain, eager and torch.compile (default), in one process, the
 methods below take turns sample by sample (each after two untimed calls, as ``timeit`` does), and

@@ -1,7 +1,7 @@
 """Repeatability check: run the same configs several times and test each pair of intervals.
 
-    python scripts/repeatability.py --db sqlite:///rep.db --repeats 3 [--config mlp --config bert]
-    python scripts/repeatability.py --db sqlite:///rep.db --table-only
+    python acceptance/repeatability.py --db sqlite:///rep.db --repeats 3 [--config mlp --config bert]
+    python acceptance/repeatability.py --db sqlite:///rep.db --table-only
 
 Each run is a separate ``python -m engine run`` at the shipped defaults (as a user would type it).
 For every pair of runs i, j of one config and each compiled variant it checks

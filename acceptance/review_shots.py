@@ -1,7 +1,7 @@
 """Screenshots of the Review page and of a run's baseline section, served from the shipped
 bundle (plus any other bundles, e.g. the CI gate's output) in a temporary SQLite database.
 
-    python scripts/review_shots.py --out /work/shots --bundle /path/to/ci/bundle.json \\
+    python acceptance/review_shots.py --out /work/shots --bundle /path/to/ci/bundle.json \\
         --pin-tag ci-baseline
 
 Pins ``--pin-tag`` (every config: its latest run with that tag) so the run pages show a
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scripts.dashboard_walk import (  # noqa: E402
+from acceptance.dashboard_walk import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
     dashboard,

@@ -1,7 +1,7 @@
 """A stored run's timeline as text: every measuring process's phases, in seconds from the run's
 start, one line per process, and the spans in which each kind of work was going on.
 
-    python scripts/run_timeline.py RUN_ID --db sqlite:///compilelab.db
+    python acceptance/run_timeline.py RUN_ID --db sqlite:///compilelab.db
 
 For picking the levers of issue "time to answer": which processes prepared, compiled and timed
 when, and what ran beside what.  Reads the run through ``engine show --json`` (the product's own

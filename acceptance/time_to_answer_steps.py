@@ -2,13 +2,12 @@
 then the ratio, the compile-time fidelity, the repeatability of the engine's intervals and
 where each engine run's time went.
 
-    python scripts/time_to_answer_steps.py --device cuda --out "$OUT" e:bert n:bert e:bert n:bert e:bert
-    python scripts/time_to_answer_steps.py --device cuda --out "$OUT" e:mlp n:mlp e:mlp n:mlp e:mlp
-    python scripts/time_to_answer_steps.py --device cpu --out /tmp/tta e:mlp n:mlp
+    python acceptance/time_to_answer_steps.py --device cuda --out "$OUT" e:bert n:bert e:bert n:bert e:bert
+    python acceptance/time_to_answer_steps.py --device cuda --out "$OUT" e:mlp n:mlp e:mlp n:mlp e:mlp
+    python acceptance/time_to_answer_steps.py --device cpu --out /tmp/tta e:mlp n:mlp
 
-A step is ``n:MODEL`` (one run of ``../shared/bench/naive_harness.py``, or its copy under
-``.bench/`` on a host without ``../shared``), ``e:MODEL`` (one ``python -m engine run`` at the
-shipped defaults, stored in ``OUT/tta.db``, tagged ``tta-MODEL``) or ``l:MODEL`` (the same with
+A step is ``n:MODEL`` (one run of ``acceptance/naive_harness.py``), ``e:MODEL`` (one
+``python -m engine run`` at the shipped defaults, stored in ``OUT/tta.db``, tagged ``tta-MODEL``) or ``l:MODEL`` (the same with
 the ``--lever`` arguments added, tagged ``tta-MODEL-lever``: a scheduling or sampling lever
 tried against the defaults in the same command, reported apart and never as the defaults);
 MODEL is ``mlp`` or ``bert``.
@@ -33,9 +32,9 @@ from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "acceptance"))
 
-import bench_vs_naive  # noqa: E402  (scripts/ is not a package)
+import bench_vs_naive  # noqa: E402  (acceptance/ is not a package)
 import repeatability  # noqa: E402
 
 MODES = {("mlp", "cuda"): "eager,default,reduce-overhead,max-autotune",
@@ -93,7 +92,7 @@ def summary(steps: list[dict], db: str, lever: list[str]) -> int:
                       + "\n".join(lines))
         for s in mine:
             if s.get("run_id"):
-                subprocess.run([sys.executable, str(ROOT / "scripts" / "run_timeline.py"),
+                subprocess.run([sys.executable, str(ROOT / "acceptance" / "run_timeline.py"),
                                 s["run_id"], "--db", db], cwd=ROOT, check=False)
     groups = dict.fromkeys((s["who"], s["model"]) for s in steps if s.get("run_id"))
     if groups:

@@ -6,15 +6,15 @@ Each command measures one model with one compiled variant (plus eager, which eve
 that every command fits in 10 minutes on an H200 (cold compiles of forward + backward + optimizer
 take tens of seconds each, and every compiled variant runs in several processes):
 
-    python scripts/train_acceptance.py --db sqlite:///$OUT/train.db --model bert --variant default
-    python scripts/train_acceptance.py --db sqlite:///$OUT/train.db --model bert --variant reduce-overhead
-    python scripts/train_acceptance.py --db sqlite:///$OUT/train.db --model bert --variant default+opt
-    python scripts/train_acceptance.py --db sqlite:///$OUT/train.db --model gpt  --variant default
+    python acceptance/train_acceptance.py --db sqlite:///$OUT/train.db --model bert --variant default
+    python acceptance/train_acceptance.py --db sqlite:///$OUT/train.db --model bert --variant reduce-overhead
+    python acceptance/train_acceptance.py --db sqlite:///$OUT/train.db --model bert --variant default+opt
+    python acceptance/train_acceptance.py --db sqlite:///$OUT/train.db --model gpt  --variant default
     ...  (or --variant all, for a host where 10 minutes is not a limit)
 
 then, on any host with the databases (several --db are merged into the first):
 
-    python scripts/train_acceptance.py --db sqlite:///all.db --db sqlite:///a.db ... --table-only \
+    python acceptance/train_acceptance.py --db sqlite:///all.db --db sqlite:///a.db ... --table-only \
         --bundle data/train_bundle.json
 
 Each run goes through ``python -m engine run`` (validate, queue, claim, execute), exactly as a
@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))  # acceptance_db, also when imported by a test
+sys.path.insert(0, str(ROOT / "acceptance"))  # acceptance_db, also when imported by a test
 
 from acceptance_db import engine_run, merge, write_bundle  # noqa: E402
 

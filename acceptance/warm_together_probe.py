@@ -1,10 +1,10 @@
 """Warm-cache first calls alone against two together: does running the first warm-cache compiles
 side by side (engine/orchestrate/schedule.py rule 4's exception) make them read slow?
 
-    python scripts/warm_together_probe.py --model bert --modes default,reduce-overhead --rounds 2
+    python acceptance/warm_together_probe.py --model bert --modes default,reduce-overhead --rounds 2
 
 Uses the naive harness's own child (one fresh process per first call, as in
-``../shared/bench/naive_harness.py``): first each mode's cold process fills its own inductor
+``acceptance/naive_harness.py``): first each mode's cold process fills its own inductor
 cache (all modes at once: those first calls are not the question), then per round each mode's
 warm-cache process alone, one after another, and then all of them together.  Prints each
 first call.  A benchmark script, not a test.
@@ -13,7 +13,6 @@ first call.  A benchmark script, not a test.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import tempfile
 import threading
@@ -22,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from scripts.bench_vs_naive import NAIVE  # noqa: E402
+from acceptance import naive_harness as harness  # noqa: E402
 
 
 def main() -> int:
@@ -32,9 +31,6 @@ def main() -> int:
     p.add_argument("--modes", default="default,reduce-overhead")
     p.add_argument("--rounds", type=int, default=2)
     args = p.parse_args()
-    spec = importlib.util.spec_from_file_location("naive_harness", NAIVE)
-    harness = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(harness)
     child_args = argparse.Namespace(device=args.device, model=args.model,
                                     batch=8 if args.model == "bert" else 32, hidden=1024,
                                     seq=128, calls=20)

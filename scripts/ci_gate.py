@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--db", required=True, help="database the suite is measured into")
     p.add_argument("--out", required=True, help="folder for bundle.json, fresh.db, gate.md/json")
-    p.add_argument("--suite", default=str(ROOT / "scripts/suites/ci_small.toml"))
+    p.add_argument("--suite", default=str(ROOT / "acceptance/suites/ci_small.toml"))
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="RunSpec override for every config (suite run --set)")
     p.add_argument("--baseline-bundle", default=None,

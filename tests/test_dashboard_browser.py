@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.dashboard_health import NotHealthy, free_port, wait_healthy
+from acceptance.dashboard_health import NotHealthy, free_port, wait_healthy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 from test_dashboard_browser import BUNDLE, CHROMIUM, CHROMIUM_ARGS, _free_port, _settled
 
-from scripts.dashboard_health import NotHealthy, wait_healthy
+from acceptance.dashboard_health import NotHealthy, wait_healthy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -1,6 +1,6 @@
 """Every page in Chromium at 1024 and 1440 px with the shipped H200 bundle imported, as a
 newcomer meets the dashboard: no exception, no raw ``None``, no horizontal scroll at 1024 px,
-and the HTML report without horizontal scroll at A4 print width (scripts/dashboard_walk.py).
+and the HTML report without horizontal scroll at A4 print width (acceptance/dashboard_walk.py).
 
 Screenshots go to ``artifacts/screenshots/`` (ignored by git; ``$COMPILELAB_SCREENSHOTS``
 overrides it): the test never writes into tracked files. ``docs/screenshots/capture.py``
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import dashboard_walk as walk
+from acceptance import dashboard_walk as walk
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -128,7 +128,7 @@ def test_stage_seconds_from_stored_processes_and_hostile_rows():
 def replay(name: str) -> list[tuple[float, float]]:
     """(actual seconds left, estimate) every half second of a stored H200 run, its processes'
     states rebuilt from their phases by ``state_changes``, as for the priors and
-    scripts/eta_replay.py."""
+    acceptance/eta_replay.py."""
     run = TIMELINES[name]
     plan, events = [], []
     for p in run["processes"]:

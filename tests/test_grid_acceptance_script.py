@@ -1,4 +1,4 @@
-"""scripts/grid_acceptance.py on CPU with tiny shapes and a two-config aot_eager grid: the same
+"""acceptance/grid_acceptance.py on CPU with tiny shapes and a two-config aot_eager grid: the same
 path the H200 command takes (one grid run, recommendations for 1 000 and 1 000 000 calls, the
 non-dominated configs, a bundle)."""
 
@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 def test_grid_acceptance_script_tiny_cpu(tmp_path: Path) -> None:
     bundle = tmp_path / "grid.json"
     p = subprocess.run(
-        [sys.executable, "scripts/grid_acceptance.py", "--db", f"sqlite:///{tmp_path}/g.db",
+        [sys.executable, "acceptance/grid_acceptance.py", "--db", f"sqlite:///{tmp_path}/g.db",
          "--device", "cpu", "--tiny", "--backend", "aot_eager", "--variants", "default",
          "--option", "dynamic=none,true", "--only", "varying_seq", "--bundle", str(bundle)],
         cwd=ROOT, capture_output=True, text=True, timeout=600)

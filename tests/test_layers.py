@@ -2,9 +2,12 @@
 
 Layers, bottom to top: ``contract`` (the torch-free contract: spec and result schema, formatting,
 text rules), ``storage`` (SQL only), ``engine`` (torch: models, measuring, orchestration, CLI;
-its ``analysis`` torch-free), ``dashboard``.  Every import counts, also one inside a function;
-an import under ``if TYPE_CHECKING:`` does not (it never runs).  Read from the source with
-``ast``: nothing is imported to find out.
+its ``analysis`` torch-free), ``dashboard``, ``scripts`` (the launchers users run) and, above
+the product, ``acceptance`` (the scripts behind the published figures: nothing of the product
+may depend on them).  Every import counts, also one inside a function; an import under
+``if TYPE_CHECKING:`` does not (it never runs).  Read from the source with ``ast``: nothing is
+imported to find out.  The acceptance scripts also import each other by bare name (their folder
+on ``sys.path``): those imports count too.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["contract", "storage", "engine", "dashboard"]
+LAYERS = ["contract", "storage", "engine", "dashboard", "scripts", "acceptance"]
+# Folders whose scripts import each other by bare name (the folder put on sys.path).
+BARE_NAMES = ("acceptance",)
 
 
 def _modules() -> dict[str, Path]:
@@ -46,8 +51,11 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
-def _resolve(name: str) -> str | None:
+def _resolve(name: str, importer: str = "") -> str | None:
     """The product module an import names (the longest known prefix), or None."""
+    folder = importer.split(".")[0]
+    if folder in BARE_NAMES and f"{folder}.{name}" in MODULES:
+        return f"{folder}.{name}"
     while name:
         if name in MODULES:
             return name
@@ -68,7 +76,7 @@ def _imports(module: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
         for name in names:
-            target = _resolve(name)
+            target = _resolve(name, module)
             if target and target != module:
                 found.add(target)
     return found
@@ -94,7 +102,7 @@ def test_storage_imports_nothing_from_the_engine():
 
 
 def test_no_import_cycles():
-    """Tarjan's strongly connected components over every module of the four packages."""
+    """Tarjan's strongly connected components over every module of the layers."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -147,3 +155,9 @@ def test_the_torch_free_packages_import_without_torch(package):
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_acceptance_scripts_bare_imports_are_in_the_graph():
+    """``import bench_vs_naive`` from an acceptance script (its folder on sys.path) is an edge."""
+    assert "acceptance.bench_vs_naive" in GRAPH["acceptance.time_to_answer_steps"]
+    assert "acceptance.acceptance_db" in GRAPH["acceptance.models_acceptance"]

@@ -1,4 +1,4 @@
-"""scripts/models_acceptance.py (issue 19's H200 acceptance): its tables from stored runs, and
+"""acceptance/models_acceptance.py (issue 19's H200 acceptance): its tables from stored runs, and
 (slow) the whole script on the CPU with tiny shapes."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("models_acceptance",
-                                              ROOT / "scripts" / "models_acceptance.py")
+                                              ROOT / "acceptance" / "models_acceptance.py")
 script = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(script)
 
@@ -57,7 +57,7 @@ def test_inference_table_lists_registry_models_only():
 @pytest.mark.slow
 def test_script_runs_tiny_on_cpu(tmp_path):
     db = f"sqlite:///{tmp_path / 'm.db'}"
-    p = subprocess.run([sys.executable, "scripts/models_acceptance.py", "--db", db, "--tiny",
+    p = subprocess.run([sys.executable, "acceptance/models_acceptance.py", "--db", db, "--tiny",
                         "--only", "decode", "--only", "gpt2"], cwd=ROOT, capture_output=True,
                        text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]

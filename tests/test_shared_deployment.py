@@ -27,7 +27,7 @@ from streamlit_client import Client, Refused
 from test_dashboard_browser import BUNDLE, CHROMIUM, CHROMIUM_ARGS
 from test_markdown_escape import ATTACKS
 
-from scripts.dashboard_health import free_port
+from acceptance.dashboard_health import free_port
 
 pytestmark = [pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""scripts/time_to_answer_steps.py, the H200 check of issue "time to answer": its steps, its
+"""acceptance/time_to_answer_steps.py, the H200 check of issue "time to answer": its steps, its
 refusals and its summary (ratio of medians, fidelity, the lever apart from the defaults), without
 running a harness or an engine."""
 
@@ -12,7 +12,8 @@ import pytest
 
 from tests.conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "acceptance"))
+import bench_vs_naive  # noqa: E402
 import time_to_answer_steps as tta  # noqa: E402
 
 
@@ -26,7 +27,7 @@ def test_steps_parse_and_bad_ones_are_refused():
 
 
 def test_a_lever_step_without_a_lever_is_a_usage_error(tmp_path):
-    p = subprocess.run([sys.executable, "scripts/time_to_answer_steps.py", "--device", "cpu",
+    p = subprocess.run([sys.executable, "acceptance/time_to_answer_steps.py", "--device", "cpu",
                         "--out", str(tmp_path), "e:mlp", "l:mlp"],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
@@ -49,3 +50,14 @@ def test_summary_keeps_the_lever_apart_from_the_defaults(tmp_path, capsys):
     # the engine's median cold first call (10.95 s) against the harness's (9.0 s): off by 22 %
     assert "default cold engine  10.950 (n=2)  naive   9.000 (n=2)  +21.7%  OFF" in out
     assert "default cold engine   9.000 (n=1)  naive   9.000 (n=2)   +0.0%  ok" in out
+
+
+def test_the_naive_harness_is_the_repositorys_own_and_runs(tmp_path):
+    """The baseline every time-to-answer figure is set against is acceptance/naive_harness.py
+    (not a file outside the checkout), and its output is what bench_vs_naive parses."""
+    assert bench_vs_naive.NAIVE == ROOT / "acceptance" / "naive_harness.py"
+    assert bench_vs_naive.NAIVE.is_file()
+    args = argparse.Namespace(device="cpu", modes="eager", model="mlp")
+    wall, first = bench_vs_naive.naive(args)
+    assert wall > 0
+    assert set(first) == {("eager", "cold")} and first[("eager", "cold")] > 0

@@ -2,7 +2,7 @@
 
     .venv/bin/python docs/screenshots/capture.py [--chromium /usr/bin/chromium] [--out DIR]
 
-Walks the same pages as tests/test_dashboard_walk.py (scripts/dashboard_walk.py: a fresh SQLite
+Walks the same pages as tests/test_dashboard_walk.py (acceptance/dashboard_walk.py: a fresh SQLite
 file with the bundle imported, a headless dashboard, Chromium), and saves full-page PNGs of the
 pages the README shows at 1440 px and at 1024 px, plus the HTML report at A4 width. It prints
 what the walk's checks found on each page. Tests never write here: they save to the ignored
@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scripts import dashboard_walk as walk  # noqa: E402
+from acceptance import dashboard_walk as walk  # noqa: E402
 
 # (file name stem, page name in walk.PAGES): the README's images
 README = [("compare_h200_mlp", "compare_mlp"), ("compare_h200_mlp_pointwise",

@@ -1,6 +1,6 @@
 """Suites: a named list of configs in a small TOML file, run with one command.
 
-Format (``suites/ci_small.toml`` is an example)::
+Format (``acceptance/suites/ci_small.toml`` is an example)::
 
     name = "ci-small"              # required: the runs are tagged "suite:ci-small"
     description = "..."            # optional

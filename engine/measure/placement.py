@@ -2,7 +2,7 @@
 
 A launch-bound call (BERT-base's eager on a GPU host: hundreds of kernel launches, the GPU idle
 most of the time) takes as long as the host thread that launches it.  Probes on an H100 host
-(scripts/eager_drift_probe.py; docs/measurements/2026-12-06-eager-drift.md) found that eager's per-call median moved by
+(acceptance/eager_drift_probe.py; docs/measurements/2026-12-06-eager-drift.md) found that eager's per-call median moved by
 up to 80 % from one timing window to the next when the scheduler placed the process freely, and
 by about 7 % when each window ran on one fixed core: placement, not the compiled state of the
 process, was what moved it.  So on a GPU host every measuring process times on one core, the

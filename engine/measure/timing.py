@@ -29,7 +29,7 @@ class Timer:
         any timed window. Why: whatever the host does between the call's return and the moment
         the end event is submitted lands inside the window when the device is already idle (the
         launch-bound case). Two such costs were measured on an H100 host (torch 2.11,
-        ``scripts/per_call_methods.py``): ``record()`` without a stream looks up the current
+        ``acceptance/per_call_methods.py``): ``record()`` without a stream looks up the current
         stream, which made an empty event window read 11-15 µs, and a fresh ``torch.cuda.Event``
         is created on its first ``record()``, another 1.8-4.3 µs. With the stream given and the
         events reused, per-call medians agree with ``Timer.timeit(1)`` less the Timer's own cost

@@ -28,7 +28,7 @@ takes (``priors``: the caller reads them from the database, ``stage_seconds`` tu
 stored phases into stage durations), by kind and variant: a max-autotune cold compile is not a
 default one.  A stage that runs past its estimate is not "about to end": what is left of it is
 at least a quarter of the larger of its estimate and its time so far.  The bar's fraction never
-goes back (a longer estimate slows it down instead).  ``scripts/eta_replay.py`` replays stored
+goes back (a longer estimate slows it down instead).  ``acceptance/eta_replay.py`` replays stored
 runs through this estimate and prints how far off it was.
 """
 

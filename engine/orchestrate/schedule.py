@@ -22,7 +22,7 @@ measurements as clean as one-at-a-time and the waits short:
    compiler read 2.95 s, 55 % above the same compile alone, 1.92 s).  The first warm-cache
    compiles (index 1) are reported too and take the same slots, once no cold compile waits.
    They once ran together beyond the slots, but two of BERT-base's side by side read 12 % and
-   37 % above the same compiles alone (H200, 2026-12-05, ``scripts/warm_together_probe.py``,
+   37 % above the same compiles alone (H200, 2026-12-05, ``acceptance/warm_together_probe.py``,
    two rounds: 4.40 and 4.63 s against 3.93 and 3.39 s); the seed MLP's 0.9-1.0 s had read the
    same either way.  A warm-cache compile waits until its variant's cold compile has filled the
    cache.  A max-autotune cold compile times kernels on the GPU, so it runs only when no other
