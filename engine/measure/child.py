@@ -26,6 +26,7 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
 from typing import Any  # noqa: E402
 
 import torch  # noqa: E402
@@ -176,220 +177,287 @@ def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[
     return {**proc, "_rounds": rounds}
 
 
+@dataclass
+class _Child:
+    """What one measuring process holds between its phases (``measure`` runs them in order)."""
+
+    run: dict[str, Any]
+    variant: str
+    phase: str
+    progress: Progress
+    explain_ahead: bool
+    timer: Timer
+    clock: PhaseClock
+    res: dict[str, Any]
+    core: int | None = None
+    stage: str = "building"
+    capture: Any = None
+    dims: dict[str, int] = field(default_factory=dict)
+    model: Any = None
+    inputs: tuple = ()
+    train: Any = None
+    ref: Any = None
+    eager: Callable[[], object] | None = None
+    fn: Callable[[], object] | None = None
+    compiled: Any = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    fns: dict[str, Callable[[], object]] = field(default_factory=dict)
+    budget: dict[str, Any] = field(default_factory=dict)
+    warm: list[float] = field(default_factory=list)
+    rounds: Any = None
+
+    @property
+    def device(self) -> str:
+        return self.run["device"]
+
+    @property
+    def is_eager(self) -> bool:
+        return self.variant == "eager"
+
+
+def _prepare(c: _Child) -> None:
+    """Model, inputs (and a training step), environment; setup in named phases."""
+    c.capture = signals.LogCapture()
+    if not c.is_eager:
+        # Only a compiled variant has recompiles and cudagraph skips to log. The capture
+        # imports neither dynamo nor inductor (signals.LogCapture.install).
+        c.capture.install()
+    c.dims = dict(c.run["dims"])
+    sweep = c.run.get("sweep") or None
+    if sweep:
+        c.dims[sweep["dim"]] = int(sweep["values"][0])
+    with c.clock.phase("model build"):
+        c.model, c.inputs, loss_fn = build(c.run, c.dims, c.device)
+        if c.run.get("step") == "train":  # engine/measure/train_step.py: what a step times
+            from engine.measure.train_step import Training
+
+            c.train = Training(c.run, c.variant, c.model, c.inputs, loss_fn, c.device)
+    with c.clock.phase("environment"):
+        c.res["environment"] = environment(c.device)
+        c.res["arch"] = arch_figures(c.model)
+    if c.is_eager and c.run.get("profile", True) and c.device.startswith("cuda"):
+        # torch.profiler's first trace asks hasattr(torch, "_inductor"), which imports inductor
+        # and dynamo (seconds): here, while preparing beside the others, instead of inside
+        # eager's timing slot, when nothing else may run. A compiled process imports them anyway.
+        with c.clock.phase("profiler import"):
+            importlib.import_module("torch._inductor")
+
+
+def _functions(c: _Child) -> None:
+    """Eager's reference call (it pays the device's start-up), then what is timed."""
+    c.eager = c.train.eager_step if c.train else lambda: c.model(*c.inputs)
+    with c.clock.phase("eager reference"):
+        c.timer.wall_ms(c.eager)  # eager call 1: CUDA/cuBLAS start-up (its phase says how long)
+        c.ref = None if c.train else _clone(c.model(*c.inputs))
+        c.timer.sync()
+    c.res["setup_s"] = time.perf_counter() - _T0
+    if c.is_eager:
+        c.fn = c.eager
+    elif c.train:
+        c.fn = c.train.variant_step
+    else:
+        # mode, dynamic, fullgraph and inductor options from the variant's name
+        c.kwargs = grid.compile_kwargs(c.run, c.variant)
+        with c.clock.phase("compiler import"):  # torch.compile imports dynamo, as in
+            c.compiled = torch.compile(c.model, **c.kwargs)  # a user's script: untimed
+        c.fn = lambda: c.compiled(*c.inputs)
+    c.budget = timing_budget(c.run)
+    c.fns = {"variant": c.fn} if c.is_eager else {"eager": c.eager, "variant": c.fn}
+
+
+def _compile_call(c: _Child, what: str) -> float:
+    """The first compiled call (cold or warm cache), at the compile gate, with its forensics."""
+    _gate(c.clock, "compile", c.progress, 0.05)
+    c.stage = "compiling"
+    if what == "warm_cache" and c.explain_ahead and c.train is None:
+        # unreported: the run's graph-break trace fits here (engine/slot_tail)
+        c.progress("tracing graph breaks", 0.07, force=True)
+        slot_tail.explain_ahead(c.model, c.inputs, c.clock)
+    if what == "cold":
+        c.capture.context = {"call_index": 1}
+    c.progress("warm-cache compile" if what == "warm_cache" else "compiling", 0.1, force=True)
+    with (c.clock.phase("compile"), forensics.CompileWatch(c.phase) as watch,
+          CompileLoad() as load):
+        ms = c.timer.wall_ms(c.fn)
+    c.res["compile_load"] = load.figures  # the host beside it (engine/compile_load)
+    _after_compile(c.res, c.clock, c.progress)
+    c.capture.attach_existing()
+    c.res["compile_cache"] = [watch.result()]  # what the caches did (engine/forensics)
+    return ms
+
+
+def _warm_cache_process(c: _Child) -> None:
+    """A further measuring process: its first call is the warm-cache compile, then warm-up and
+    paired rounds like the cold process, nothing else."""
+    c.res["first_call_warm_s"] = _compile_call(c, "warm_cache") / 1e3
+    c.res["compile_phases_warm_s"] = signals.compile_phases()
+    _gate(c.clock, "time", c.progress, 0.2, c.core)
+    c.stage = "warm-up"
+    with c.clock.phase("warm-up"):
+        for _ in range(max(int(c.run.get("warmup_calls", 10)), 3) - 1):
+            c.timer.wall_ms(c.fn)
+    c.stage = "measuring"
+    proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase)
+    proc.pop("_rounds")
+    c.res["processes"] = [proc]
+
+
+def _warm_up_curve(c: _Child) -> None:
+    """Calls 1..N one by one, each synchronised. Call 1 of a compiled variant is the cold
+    compile; with reduce-overhead, call 2 records the CUDA graph.  Call 1 of every curve follows
+    the eager reference call, which paid the device's start-up: eager's call 1 is then its first
+    call as break-even counts it, one figure on every surface."""
+    n_warm = max(int(c.run.get("warmup_calls", 10)), 3)
+    if c.device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    if not c.is_eager:  # call 1: the cold compile, side by side with other compiles
+        c.warm.append(_compile_call(c, "cold"))
+        if c.train:
+            c.train.after_call(len(c.warm))
+        if c.run.get("startup"):  # for the portable-artifacts strategy (engine/startup)
+            startup.save_artifacts(c.res)
+    _gate(c.clock, "time", c.progress, 0.2, c.core)  # from here on, this process times alone
+    c.stage = "warm-up"
+    while len(c.warm) < n_warm:
+        c.capture.context = {"call_index": len(c.warm) + 1}
+        c.progress("warm-up", 0.2 + 0.1 * len(c.warm) / n_warm)
+        with c.clock.phase("warm-up"):
+            c.warm.append(c.timer.wall_ms(c.fn))
+        if c.train:
+            c.train.after_call(len(c.warm))
+    c.res["warmup_ms"] = c.warm
+    c.res["first_call_cold_s"] = c.warm[0] / 1e3
+    c.res["compile_phases_s"] = signals.compile_phases()
+
+
+def _memory_and_accuracy(c: _Child) -> None:
+    res, dtype = c.res, c.run["dtype"]
+    if c.device.startswith("cuda"):
+        res["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated())
+        res["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved())
+    else:
+        res["peak_allocated_bytes"] = res["peak_reserved_bytes"] = None
+    if c.train:
+        c.train.discount_eager_twin(res)
+        res.update(c.train.accuracy())
+        return
+    out = None if c.is_eager else _clone(c.fn())
+    res.update(compare(out, c.ref, dtype) if not c.is_eager else
+               {"max_abs_err": 0.0, "max_rel_err": 0.0, "correct": True,
+                "rtol": RTOL[dtype], "atol": None})
+    res.update(accuracy.check_inference(c.model, c.inputs, c.ref, out, c.run))
+
+
+def _steady_state(c: _Child) -> None:
+    c.stage = "measuring"
+    c.capture.context = {"call_index": None, "phase": "steady"}
+    proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase)
+    c.rounds = proc.pop("_rounds")
+    c.res["processes"] = [proc]
+    c.res["wall_ms_per_call"] = statistics.median(proc["samples_ms"])
+    if c.run.get("cross_check"):
+        from engine.measure.crosscheck import cross_check
+
+        c.progress("measuring", 0.8, force=True)
+        with HostLoad() as load:
+            c.res["cross_check"] = cross_check(c.fns, c.timer, c.budget["k"])
+        c.res["cross_check"]["host_other_busy_cores"] = load.other_busy_cores
+
+
+def _call_with(c: _Child) -> Callable[[tuple], object]:
+    return (lambda i: c.model(*i)) if c.is_eager else (lambda i: c.compiled(*i))
+
+
+def _sweep(c: _Child) -> None:
+    """The sweep's other values through the same compiled module, and the shape mix."""
+    sweep, run = c.run.get("sweep") or None, c.run
+    if not sweep:
+        return
+    c.res["sweep"] = [_sweep_point(sweep["values"][0], c.rounds, recompiled=False,
+                                   first_ms=c.warm[0])]
+    for value in sweep["values"][1:]:
+        c.progress("measuring", 0.8, force=True)
+        c.res["sweep"].append(_measure_sweep_value(
+            run, c.dims, sweep["dim"], int(value), c.device, c.model, fn_for=_call_with(c),
+            timer=c.timer, capture=c.capture, budget=c.budget,
+            n_values=len(sweep["values"]), is_eager=c.is_eager))
+    if run.get("shape_weights"):  # engine/measure/shape_mix.py: the sizes in their mix
+        c.res["shape_mix"] = shape_mix.replay(
+            sweep["values"], run["shape_weights"], int(run.get("mix_requests", 200)),
+            int(run.get("seed", 0)),
+            lambda v: build(run, {**c.dims, sweep["dim"]: int(v)}, c.device)[1],
+            _call_with(c), c.timer.wall_ms, signals.compile_count)
+
+
+def _generation(c: _Child) -> None:
+    """Token generation, for decode models (engine/measure/decode.py, hf_generate.py)."""
+    seed = int(c.run.get("seed", 0))
+    if c.train is None and decode.is_decode_model(c.model):
+        c.stage = "decoding"
+        c.capture.context = {"call_index": None, "phase": "decode"}
+        with c.clock.phase("decode"):
+            c.res["decode"] = decode.measure(
+                c.model, c.model if c.is_eager else c.compiled, None if c.is_eager else c.model,
+                c.timer, seed=seed, first_call_ms=None if c.is_eager else c.warm[0],
+                progress=lambda f: c.progress("decoding", 0.8 + 0.05 * f))
+    if c.train is None and hf_generate.wanted(c.model):
+        c.stage = "generating"
+        c.capture.context = {"call_index": None, "phase": "generate"}
+        with c.clock.phase("decode"):
+            c.res["hf_generate"] = hf_generate.measure(
+                c.model, None if c.is_eager else c.kwargs, c.timer, seed=seed,
+                progress=lambda f: c.progress("generating", 0.8 + 0.05 * f))
+
+
+def _cold_process(c: _Child) -> None:
+    """The variant's first process (or eager's): the warm-up curve from its first call, memory,
+    accuracy, steady state, sweep, generation, then the slot's tail (profile, roofline...)."""
+    _warm_up_curve(c)
+    _memory_and_accuracy(c)
+    _steady_state(c)
+    _sweep(c)
+    _generation(c)
+    c.stage = "profiling"
+    c.progress("profiling", 0.85, force=True)
+    slot_tail.record(c.res, run=c.run, variant=c.variant, device=c.device, fn=c.fn,
+                     eager=c.eager, model=c.model, inputs=c.inputs, train=c.train,
+                     capture=c.capture, clock=c.clock, progress=c.progress)
+
+
 def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
     run, variant, phase = spec["run"], spec["variant"], spec.get("phase", "cold")
-    device, dtype = run["device"], run["dtype"]
-    core = placement.timing_core(device)
-    placement.keep_off(core)  # until this process's timing window opens
-    timer = Timer(device)
+    timer = Timer(run["device"])
     clock = PhaseClock()
     res: dict[str, Any] = {"variant": variant, "status": "ok", "failure_kind": None,
                            "error": None, "timer": timer.name, "phases": clock.phases,
                            "process_started_at": time.time() - (time.perf_counter() - _T0)}
-    stage = "building"
+    c = _Child(run, variant, phase, progress, spec.get("explain_ahead") is True, timer, clock,
+               res, core=placement.timing_core(run["device"]))
+    placement.keep_off(c.core)  # until this process's timing window opens
     try:
         progress("building", 0.0, force=True)
-        wall_now = time.time()
         clock.phases.append({"name": "imports", "start": res["process_started_at"],
-                             "end": wall_now - (time.perf_counter() - _T_IMPORTED)})
-        # Setup in named parts (issue "time to answer": pick the levers from where it goes).
-        capture = signals.LogCapture()
-        if variant != "eager":
-            # Only a compiled variant has recompiles and cudagraph skips to log. The capture
-            # imports neither dynamo nor inductor (signals.LogCapture.install).
-            capture.install()
-        dims = dict(run["dims"])
-        sweep = run.get("sweep") or None
-        if sweep:
-            dims[sweep["dim"]] = int(sweep["values"][0])
-        with clock.phase("model build"):
-            model, inputs, loss_fn = build(run, dims, device)
-            train = None
-            if run.get("step") == "train":  # engine/measure/train_step.py: what a training step times
-                from engine.measure.train_step import Training
-
-                train = Training(run, variant, model, inputs, loss_fn, device)
-        with clock.phase("environment"):
-            res["environment"] = environment(device)
-            res["arch"] = arch_figures(model)
-        if variant == "eager" and run.get("profile", True) and device.startswith("cuda"):
-            # torch.profiler's first trace asks hasattr(torch, "_inductor"), which imports
-            # inductor and dynamo (3.5-4 s on the H200 host): here, while preparing beside the
-            # others, instead of inside eager's timing slot, when nothing else may run. A
-            # compiled process imports them anyway; eager's paired twin runs beside them.
-            with clock.phase("profiler import"):
-                importlib.import_module("torch._inductor")
-        with torch.no_grad() if train is None else contextlib.nullcontext():
-            eager = train.eager_step if train else lambda: model(*inputs)  # noqa: E731
-            with clock.phase("eager reference"):
-                timer.wall_ms(eager)  # eager call 1: CUDA/cuBLAS start-up (its phase says how long)
-                ref = None if train else _clone(model(*inputs))
-                timer.sync()
-            res["setup_s"] = time.perf_counter() - _T0
-
-            if variant == "eager":
-                fn, is_eager = eager, True
-            elif train:
-                fn, is_eager = train.variant_step, False
+                             "end": time.time() - (time.perf_counter() - _T_IMPORTED)})
+        _prepare(c)
+        with torch.no_grad() if c.train is None else contextlib.nullcontext():
+            _functions(c)
+            if phase in startup.PHASES and not c.is_eager:  # a start-up strategy's process
+                c.stage = "compiling"
+                res["startup"] = startup.measure_strategy(phase, c.model, c.inputs, run,
+                                                          variant, timer, c.kwargs)
+            elif phase == "warm_cache":
+                _warm_cache_process(c)
             else:
-                # mode, dynamic, fullgraph and inductor options from the variant's name
-                kwargs: dict[str, Any] = grid.compile_kwargs(run, variant)
-                with clock.phase("compiler import"):  # torch.compile imports dynamo, as in
-                    compiled = torch.compile(model, **kwargs)  # a user's script: untimed
-                fn, is_eager = (lambda: compiled(*inputs)), False  # noqa: E731
-
-            budget = timing_budget(run)
-            fns = {"variant": fn} if is_eager else {"eager": eager, "variant": fn}
-            if phase in startup.PHASES and not is_eager:  # a start-up strategy's own process
-                stage = "compiling"
-                res["startup"] = startup.measure_strategy(phase, model, inputs, run, variant,
-                                                          timer, kwargs)
-                return res
-            if phase == "warm_cache":
-                # A further measuring process: its first call is the warm-cache compile, then
-                # warm-up and paired rounds like the cold process, nothing else.
-                _gate(clock, "compile", progress, 0.05)
-                stage = "compiling"
-                if spec.get("explain_ahead") is True and train is None:
-                    # unreported: the run's graph-break trace fits here (engine/slot_tail)
-                    progress("tracing graph breaks", 0.07, force=True)
-                    slot_tail.explain_ahead(model, inputs, clock)
-                progress("warm-cache compile", 0.1, force=True)
-                with (clock.phase("compile"), forensics.CompileWatch(phase) as watch,
-                      CompileLoad() as load):
-                    res["first_call_warm_s"] = timer.wall_ms(fn) / 1e3
-                res["compile_load"] = load.figures  # the host beside it (engine/compile_load)
-                _after_compile(res, clock, progress)
-                capture.attach_existing()
-                res["compile_cache"] = [watch.result()]
-                res["compile_phases_warm_s"] = signals.compile_phases()
-                _gate(clock, "time", progress, 0.2, core)
-                stage = "warm-up"
-                with clock.phase("warm-up"):
-                    for _ in range(max(int(run.get("warmup_calls", 10)), 3) - 1):
-                        timer.wall_ms(fn)
-                stage = "measuring"
-                proc = _measure_process(res, timer, fns, budget, clock, progress, phase)
-                proc.pop("_rounds")
-                res["processes"] = [proc]
-                return res
-
-            # Warm-up curve: calls 1..N one by one, each synchronised. Call 1 of a compiled
-            # variant is the cold compile; with reduce-overhead, call 2 records the CUDA graph.
-            n_warm = max(int(run.get("warmup_calls", 10)), 3)
-            if device.startswith("cuda"):
-                torch.cuda.reset_peak_memory_stats()
-            # Call 1 of every curve follows the eager reference call, which paid the device's
-            # start-up (CUDA context, cuBLAS handles): eager's call 1 is then its first call as
-            # break-even counts it, one figure on every surface.
-            warm: list[float] = []
-            if not is_eager:  # call 1: the cold compile, side by side with other compiles
-                _gate(clock, "compile", progress, 0.05)
-                stage = "compiling"
-                capture.context = {"call_index": 1}
-                progress("compiling", 0.1, force=True)
-                with (clock.phase("compile"), forensics.CompileWatch(phase) as watch,
-                      CompileLoad() as load):
-                    warm.append(timer.wall_ms(fn))
-                res["compile_load"] = load.figures
-                _after_compile(res, clock, progress)
-                capture.attach_existing()
-                if train:
-                    train.after_call(len(warm))
-                # what the caches did during the compile (engine/forensics)
-                res["compile_cache"] = [watch.result()]
-                if run.get("startup"):  # for the portable-artifacts strategy (engine/startup)
-                    startup.save_artifacts(res)
-            _gate(clock, "time", progress, 0.2, core)  # from here on, this process times alone
-            stage = "warm-up"
-            while len(warm) < n_warm:
-                capture.context = {"call_index": len(warm) + 1}
-                progress("warm-up", 0.2 + 0.1 * len(warm) / n_warm)
-                with clock.phase("warm-up"):
-                    warm.append(timer.wall_ms(fn))
-                if train:
-                    train.after_call(len(warm))
-            res["warmup_ms"] = warm
-            res["first_call_cold_s"] = warm[0] / 1e3
-            res["compile_phases_s"] = signals.compile_phases()
-            if device.startswith("cuda"):
-                res["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated())
-                res["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved())
-            else:
-                res["peak_allocated_bytes"] = res["peak_reserved_bytes"] = None
-            if train:
-                train.discount_eager_twin(res)
-                res.update(train.accuracy())
-            else:
-                out = None if is_eager else _clone(fn())
-                res.update(compare(out, ref, dtype) if not is_eager else
-                           {"max_abs_err": 0.0, "max_rel_err": 0.0, "correct": True,
-                            "rtol": RTOL[dtype], "atol": None})
-                res.update(accuracy.check_inference(model, inputs, ref, out, run))
-
-            stage = "measuring"
-            capture.context = {"call_index": None, "phase": "steady"}
-            proc = _measure_process(res, timer, fns, budget, clock, progress, phase)
-            rounds = proc.pop("_rounds")
-            res["processes"] = [proc]
-            res["wall_ms_per_call"] = statistics.median(proc["samples_ms"])
-            if run.get("cross_check"):
-                from engine.measure.crosscheck import cross_check
-
-                progress("measuring", 0.8, force=True)
-                with HostLoad() as load:
-                    res["cross_check"] = cross_check(fns, timer, budget["k"])
-                res["cross_check"]["host_other_busy_cores"] = load.other_busy_cores
-
-            if sweep:
-                res["sweep"] = [_sweep_point(sweep["values"][0], rounds, recompiled=False,
-                                             first_ms=warm[0])]
-                for value in sweep["values"][1:]:
-                    progress("measuring", 0.8, force=True)
-                    res["sweep"].append(_measure_sweep_value(
-                        run, dims, sweep["dim"], int(value), device, model, fn_for=(
-                            (lambda i: model(*i)) if is_eager else (lambda i: compiled(*i))),
-                        timer=timer, capture=capture, budget=budget,
-                        n_values=len(sweep["values"]), is_eager=is_eager))
-                if run.get("shape_weights"):  # engine/measure/shape_mix.py: the sizes in their mix
-                    res["shape_mix"] = shape_mix.replay(
-                        sweep["values"], run["shape_weights"], int(run.get("mix_requests", 200)),
-                        int(run.get("seed", 0)),
-                        lambda v: build(run, {**dims, sweep["dim"]: int(v)}, device)[1],
-                        (lambda i: model(*i)) if is_eager else (lambda i: compiled(*i)),
-                        timer.wall_ms, signals.compile_count)
-
-            if train is None and decode.is_decode_model(model):  # engine/measure/decode.py
-                stage = "decoding"
-                capture.context = {"call_index": None, "phase": "decode"}
-                with clock.phase("decode"):
-                    res["decode"] = decode.measure(
-                        model, model if is_eager else compiled, None if is_eager else model,
-                        timer, seed=int(run.get("seed", 0)),
-                        first_call_ms=None if is_eager else warm[0],
-                        progress=lambda f: progress("decoding", 0.8 + 0.05 * f))
-            if train is None and hf_generate.wanted(model):  # engine/measure/hf_generate.py
-                stage = "generating"
-                capture.context = {"call_index": None, "phase": "generate"}
-                with clock.phase("decode"):
-                    res["hf_generate"] = hf_generate.measure(
-                        model, None if is_eager else kwargs, timer, seed=int(run.get("seed", 0)),
-                        progress=lambda f: progress("generating", 0.8 + 0.05 * f))
-
-            stage = "profiling"
-            progress("profiling", 0.85, force=True)
-            slot_tail.record(res, run=run, variant=variant, device=device, fn=fn, eager=eager,
-                             model=model, inputs=inputs, train=train, capture=capture,
-                             clock=clock, progress=progress)
+                _cold_process(c)
     except torch.cuda.OutOfMemoryError as e:
-        res.update(status="failed", failure_kind="oom", error=f"out of memory while {stage}: "
+        res.update(status="failed", failure_kind="oom", error=f"out of memory while {c.stage}: "
                    + str(e).splitlines()[0][:300])
         res["stderr_tail"] = traceback.format_exc()[-4000:]
     except Exception as e:  # every failure is a result: keep what was measured, say why
-        kind = "compile_error" if stage == "compiling" else "error"
+        kind = "compile_error" if c.stage == "compiling" else "error"
         first = (str(e).strip().splitlines() or [""])[0][:500]
         res.update(status="failed", failure_kind=kind,
-                   error=f"{type(e).__name__} while {stage}: {first}")
+                   error=f"{type(e).__name__} while {c.stage}: {first}")
         res["stderr_tail"] = traceback.format_exc()[-4000:]
     progress("done", 1.0, force=True)
     return res
