@@ -1,8 +1,11 @@
-# Compile Lab developer entry points.
-#   make venv   create/refresh .venv (reruns only when a requirements file changes)
-#   make run    worker + dashboard on SQLite, Ctrl-C stops both
-#   make test   the fast test tier, each test under a timeout (make test-slow: the slow tier)
-#   make lint   ruff
+# Compile Lab entry points.
+#   make run      worker + dashboard on SQLite, Ctrl-C stops both
+#   make test     the fast test tier, each test under a timeout (make test-slow: the slow tier)
+#   make lint     ruff
+#   make install  .venv with what running needs (requirements.txt); make run does it first
+#   make venv     .venv with the test and dev packages too (requirements-dev.txt); make test does
+# Each install step reruns only when its requirements file changes: `make run` after `make test`
+# installs nothing, `make test` after `make run` adds only the dev packages.
 
 SHELL := /bin/bash
 
@@ -12,8 +15,9 @@ VENV ?= .venv
 # e.g. VENV_ARGS=--system-site-packages to reuse a torch installed outside the venv
 VENV_ARGS ?=
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.requirements-stamp
-REQUIREMENTS := requirements.txt requirements-dev.txt requirements-engine.txt
+# One stamp per install step, so that each reruns only when its own requirements change.
+RUN_STAMP := $(VENV)/.run-requirements-stamp
+DEV_STAMP := $(VENV)/.dev-requirements-stamp
 
 # The torch release installed when the venv has none.  On this project's dev and CI machines
 # pip takes it from a CPU wheel that lies on local disk (no multi-GB download); on a GPU
@@ -33,11 +37,15 @@ LISTEN ?= 127.0.0.1:8443
 SERVER_NAME ?=
 SHARED_ARGS ?=
 
-.PHONY: venv run worker dashboard shared test test-slow lint format clean-venv
+.PHONY: install venv run worker dashboard shared test test-slow lint format clean-venv
 
-venv: $(STAMP)
+install: $(RUN_STAMP)
 
-$(STAMP): $(REQUIREMENTS)
+venv: $(DEV_STAMP)
+
+# What running needs: torch, then requirements.txt.  No test or dev package (pytest, ruff,
+# playwright, the optional model registries): a user who only runs the app does not get them.
+$(RUN_STAMP): requirements.txt
 	@if [ ! -x "$(PY)" ]; then \
 		echo "creating $(VENV) with $(PYTHON)"; \
 		"$(PYTHON)" -m venv $(VENV_ARGS) "$(VENV)"; \
@@ -50,25 +58,31 @@ $(STAMP): $(REQUIREMENTS)
 		echo "no torch in $(VENV): installing $(TORCH_FALLBACK)"; \
 		"$(PY)" -m pip install --disable-pip-version-check "$(TORCH_FALLBACK)"; \
 	fi
+	"$(PY)" -m pip install --disable-pip-version-check -r requirements.txt
+	@touch "$@"
+
+# Tests, lint and the acceptance scripts: requirements-dev.txt on top.  requirements.txt is
+# named again so pip resolves both together (it installs nothing already there).
+$(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
 	"$(PY)" -m pip install --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
 	@touch "$@"
 
 # Worker and dashboard together, as child process groups of one launcher that forwards
 # Ctrl-C / SIGTERM to both and waits for them (scripts/run_all.py).
-run: venv
+run: install
 	"$(PY)" scripts/run_all.py --address "$(ADDRESS)" --port "$(PORT)"
 
-worker: venv
+worker: install
 	"$(PY)" -m engine worker
 
 # Same launcher as `make run`, without the worker: one place sets the address and the
 # Streamlit settings (no usage stats, no Deploy button).
-dashboard: venv
+dashboard: install
 	"$(PY)" scripts/run_all.py --no-worker --address "$(ADDRESS)" --port "$(PORT)"
 
 # One dashboard for a team: nginx (Debian package) in front of the dashboard and a worker;
 # needs COMPILELAB_DASHBOARD_PASSWORD (12+ characters). scripts/shared_dashboard.py --help.
-shared: venv
+shared: install
 	"$(PY)" scripts/shared_dashboard.py serve --listen "$(LISTEN)" \
 		$(foreach name,$(SERVER_NAME),--server-name "$(name)") $(SHARED_ARGS)
 
