@@ -43,129 +43,163 @@ def execute_run(
     the database is back (``engine.orchestrate.dbretry``), so results measured during the outage are written
     when it ends. If the outage outlasted the stale timeout, another worker may have taken the
     run meanwhile: the ownership checks above then drop this worker's results."""
-    from engine.orchestrate.dbretry import is_outage, retry
-    from storage import queue, results
+    ex = _Execution(db, run_id, worker_id, log=log, on_progress=on_progress,
+                    stop_requested=stop_requested, heartbeat_every_s=heartbeat_every_s,
+                    retry_cap_s=retry_cap_s)
+    ex.beat(None, "building", 0.0, force=True)
+    res = run_variants(spec, on_progress=ex.progress, should_cancel=ex.should_cancel,
+                       on_result=ex.store, on_artifact=ex.keep_file,
+                       eta_priors=_eta_priors(db, spec, ex.env, log),
+                       variance_priors=_variance_priors(db, spec, ex.env, log))
+    return ex.close(res)
 
-    env: dict[str, Any] = host_fingerprint()
-    state: dict[str, Any] = {"cancel": False, "beat": 0.0, "outage": False}
-    held: list[dict[str, Any]] = []
 
-    def durable(what: str, fn: Callable[[], Any]) -> Any:
-        return retry(fn, db=db, what=f"{what} (run {run_id})", log=log, cap_s=retry_cap_s)
+class _Execution:
+    """One run's execution seen from the database: heartbeats (how a cancel is noticed),
+    results saved as they come (held back once a stop came), the run finished once."""
 
-    def beat(variant: str | None, phase: str | None, fraction: float | None,
+    def __init__(self, db: Any, run_id: int, worker_id: str, *, log: Log,
+                 on_progress: Callable[[str, str, float], None] | None,
+                 stop_requested: Callable[[], bool], heartbeat_every_s: float,
+                 retry_cap_s: float) -> None:
+        self.db, self.run_id, self.worker_id, self.log = db, run_id, worker_id, log
+        self.on_progress, self.stop_requested = on_progress, stop_requested
+        self.heartbeat_every_s, self.retry_cap_s = heartbeat_every_s, retry_cap_s
+        self.env: dict[str, Any] = host_fingerprint()
+        self.cancel, self.outage, self.last_beat = False, False, 0.0
+        self.held: list[dict[str, Any]] = []  # results saved after finish_run, if still ours
+        self.held_files: list[tuple[str, str, dict[str, Any], bytes]] = []
+        # what the log last said of each variant: the runner re-sends every variant after each
+        # process (the run's eager moves), and a line is worth a new process or the final one
+        self.logged: dict[str, tuple[Any, ...]] = {}
+        self.latest: dict[str, dict[str, Any]] = {}  # each variant's row, for the verdict
+        self.verdict_gist: str | None = None
+
+    def durable(self, what: str, fn: Callable[[], Any]) -> Any:
+        from engine.orchestrate.dbretry import retry
+
+        return retry(fn, db=self.db, what=f"{what} (run {self.run_id})", log=self.log,
+                     cap_s=self.retry_cap_s)
+
+    def beat(self, variant: str | None, phase: str | None, fraction: float | None,
              force: bool = False) -> None:
+        from engine.orchestrate.dbretry import is_outage
+        from storage import queue
+
         now = time.monotonic()
-        if force or now - state["beat"] >= heartbeat_every_s:
-            state["beat"] = now
-            try:
-                alive = queue.heartbeat(db, run_id, worker_id, variant=variant, phase=phase,
-                                        fraction=fraction)
-            except Exception as exc:
-                if not is_outage(exc):
-                    raise
-                if not state["outage"]:
-                    log(f"run {run_id}: database {db.url} unavailable, measuring on; results "
-                        "are saved when it is back")
-                state["outage"] = True
-                return
-            state["outage"] = False
-            if not alive:
-                state["cancel"] = True
+        if not force and now - self.last_beat < self.heartbeat_every_s:
+            return
+        self.last_beat = now
+        try:
+            alive = queue.heartbeat(self.db, self.run_id, self.worker_id, variant=variant,
+                                    phase=phase, fraction=fraction)
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            if not self.outage:
+                self.log(f"run {self.run_id}: database {self.db.url} unavailable, measuring "
+                         "on; results are saved when it is back")
+            self.outage = True
+            return
+        self.outage = False
+        if not alive:
+            self.cancel = True
 
-    def progress(variant: str, phase: str, fraction: float) -> None:
-        beat(variant, phase, fraction)
-        if on_progress:
-            on_progress(variant, phase, fraction)
+    def progress(self, variant: str, phase: str, fraction: float) -> None:
+        self.beat(variant, phase, fraction)
+        if self.on_progress:
+            self.on_progress(variant, phase, fraction)
 
-    def should_cancel() -> bool:
-        beat(None, None, None)
-        return state["cancel"] or stop_requested()
+    def should_cancel(self) -> bool:
+        self.beat(None, None, None)
+        return self.cancel or self.stop_requested()
 
-    def add_environment(result: dict[str, Any]) -> bool:
-        if result.get("environment") and "gpu" not in env:
-            env.update(result["environment"])
+    def add_environment(self, result: dict[str, Any]) -> bool:
+        if result.get("environment") and "gpu" not in self.env:
+            self.env.update(result["environment"])
             return True
         return False
 
-    def save(result: dict[str, Any]) -> None:
-        if add_environment(result):
-            durable("saving the environment", lambda: results.set_environment(db, run_id, env))
-        durable(f"saving variant {result.get('variant')}",
-                lambda: results.save_variant_result(db, run_id, result))
+    def say(self, result: dict[str, Any]) -> None:
+        """The log's line for a variant when it has a new process or turned final, and the
+        verdict when its answer changes or becomes final (not as its figures move)."""
         s = result.get("stats") or {}
+        name = str(result.get("variant"))
         key = (result.get("status"), s.get("n_processes"), s.get("provisional"))
         line = result_line(result)
-        if line and logged.get(str(result.get("variant"))) != key:
-            logged[str(result.get("variant"))] = key
-            log(f"run {run_id}: {line}")
-        latest[str(result.get("variant"))] = {**result, **s}
-        said = verdict_line(latest.values())
-        # said again only when its answer changes or it becomes final, not as figures move
+        if line and self.logged.get(name) != key:
+            self.logged[name] = key
+            self.log(f"run {self.run_id}: {line}")
+        self.latest[name] = {**result, **s}
+        said = verdict_line(self.latest.values())
         gist = said.split(" — ")[0] if said else None
-        if said and gist != logged_verdict.get("gist"):
-            logged_verdict["gist"] = gist
-            log(f"run {run_id}: {said}")
+        if said and gist != self.verdict_gist:
+            self.verdict_gist = gist
+            self.log(f"run {self.run_id}: {said}")
 
-    # what the log last said of each variant: the runner re-sends every variant after each
-    # process (the run's eager moves), and a line is worth a new process or the final figure
-    logged: dict[str, tuple[Any, ...]] = {}
-    latest: dict[str, dict[str, Any]] = {}  # each variant's row as it stands, for the verdict
-    logged_verdict: dict[str, str] = {}
+    def save(self, result: dict[str, Any]) -> None:
+        from storage import results
 
-    def store(result: dict[str, Any]) -> None:
-        if not state["cancel"]:
+        if self.add_environment(result):
+            self.durable("saving the environment",
+                         lambda: results.set_environment(self.db, self.run_id, self.env))
+        self.durable(f"saving variant {result.get('variant')}",
+                     lambda: results.save_variant_result(self.db, self.run_id, result))
+        self.say(result)
+
+    def store(self, result: dict[str, Any]) -> None:
+        if not self.cancel:
             # Still ours? (a variant can outlast a stall.) Asked until the database answers.
-            beat(None, None, None, force=True)
-            while state["outage"] and not stop_requested():
-                time.sleep(min(retry_cap_s, 2.0))
-                beat(None, None, None, force=True)
-        if state["cancel"] or result.get("status") == "cancelled":
-            held.append(result)  # saved after finish_run, if the run is still ours
+            self.beat(None, None, None, force=True)
+            while self.outage and not self.stop_requested():
+                time.sleep(min(self.retry_cap_s, 2.0))
+                self.beat(None, None, None, force=True)
+        if self.cancel or result.get("status") == "cancelled":
+            self.held.append(result)  # saved after finish_run, if the run is still ours
         else:
-            save(result)
+            self.save(result)
 
-    held_files: list[tuple[str, str, dict[str, Any], bytes]] = []
-
-    def save_file(variant: str, kind: str, meta: dict[str, Any], data: bytes) -> None:
+    def save_file(self, variant: str, kind: str, meta: dict[str, Any], data: bytes) -> None:
         from storage import artifacts
 
-        durable(f"saving the {kind} of {variant}", lambda: artifacts.save_artifact(
-            db, run_id, variant, kind, str(meta.get("name") or kind), data, meta.get("note")))
+        self.durable(f"saving the {kind} of {variant}", lambda: artifacts.save_artifact(
+            self.db, self.run_id, variant, kind, str(meta.get("name") or kind), data,
+            meta.get("note")))
 
-    def keep_file(variant: str, kind: str, meta: dict[str, Any], data: bytes) -> None:
+    def keep_file(self, variant: str, kind: str, meta: dict[str, Any], data: bytes) -> None:
         """An artifact (engine/measure/torch_trace.py): held back like results once a stop came."""
-        if state["cancel"]:
-            held_files.append((variant, kind, meta, data))
+        if self.cancel:
+            self.held_files.append((variant, kind, meta, data))
         else:
-            save_file(variant, kind, meta, data)
+            self.save_file(variant, kind, meta, data)
 
-    beat(None, "building", 0.0, force=True)
-    res = run_variants(spec, on_progress=progress, should_cancel=should_cancel, on_result=store,
-                       on_artifact=keep_file, eta_priors=_eta_priors(db, spec, env, log),
-                       variance_priors=_variance_priors(db, spec, env, log))
-    if stop_requested() and not state["cancel"]:
-        # The run goes back to the queue; a half-measured variant is not a result.
-        return "interrupted"
-    if state["cancel"]:
-        status, error = "cancelled", "cancelled by the user"
-    elif any(r.get("status") == "ok" for r in res):
-        status, error = "done", None
-    else:
-        status = "failed"
-        error = next((r.get("error") for r in res if r.get("error")), "no variant finished")
-    for r in held:
-        add_environment(r)
-    if not durable("finishing the run", lambda: queue.finish_run(
-            db, run_id, status, error=error, environment=env, worker_id=worker_id)):
-        log(f"run {run_id}: no longer this worker's (re-queued after its heartbeat went stale, "
-            "or finished elsewhere): its results here are dropped")
-        return "lost"
-    for r in held:
-        save(r)
-    for f in held_files:
-        save_file(*f)
-    return status
+    def close(self, res: list[dict[str, Any]]) -> str:
+        """Finish the run with its status (and save what was held back), or say it is gone."""
+        from storage import queue
+
+        if self.stop_requested() and not self.cancel:
+            # The run goes back to the queue; a half-measured variant is not a result.
+            return "interrupted"
+        if self.cancel:
+            status, error = "cancelled", "cancelled by the user"
+        elif any(r.get("status") == "ok" for r in res):
+            status, error = "done", None
+        else:
+            status = "failed"
+            error = next((r.get("error") for r in res if r.get("error")), "no variant finished")
+        for r in self.held:
+            self.add_environment(r)
+        if not self.durable("finishing the run", lambda: queue.finish_run(
+                self.db, self.run_id, status, error=error, environment=self.env,
+                worker_id=self.worker_id)):
+            self.log(f"run {self.run_id}: no longer this worker's (re-queued after its heartbeat "
+                     "went stale, or finished elsewhere): its results here are dropped")
+            return "lost"
+        for r in self.held:
+            self.save(r)
+        for f in self.held_files:
+            self.save_file(*f)
+        return status
 
 
 def _eta_priors(db: Any, spec: dict[str, Any], env: dict[str, Any], log: Log
