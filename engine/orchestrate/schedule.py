@@ -164,70 +164,90 @@ def resolve(spec_concurrency: int, cpus: int | None = None, spec_compile_slots: 
     return alive, slots
 
 
+@dataclass
+class _Load:
+    """What the live processes are doing, counted for the compile rules (4 and 5)."""
+
+    busy: int
+    reported: int
+    unreported: int
+    preparing: bool
+    cold_compiled: set[str]
+    cold_waiting: bool
+
+
+def _load(jobs: list[Job], alive: list[Job], server_importing: bool) -> _Load:
+    return _Load(
+        busy=sum(j.state in BUSY for j in alive) + server_importing,
+        reported=sum(j.state == "compiling" and j.reported for j in alive),
+        unreported=sum(j.state == "compiling" and not j.reported for j in alive),
+        preparing=server_importing or any(j.state == "preparing" for j in alive),
+        cold_compiled={j.variant for j in jobs if j.index == 0
+                       and j.state in ("settling", "time_wait", "timing", "done")},
+        cold_waiting=any(j.state == "compile_wait" and j.compiles and j.index == 0
+                         for j in alive))
+
+
+def _compiles(alive: list[Job], load: _Load, compile_slots: int) -> list[tuple[str, Job]]:
+    """Rules 4 and 5: which waiting compiles may go now (``load`` counts them as they do)."""
+    actions: list[tuple[str, Job]] = []
+    held = False
+    for j in alive:
+        if j.state != "compile_wait" or (j.index > 0 and j.variant not in load.cold_compiled):
+            continue
+        if j.autotunes:
+            if load.busy == 0 and not actions:
+                return [("compile", j)]
+            continue
+        if j.reported:
+            # within the slots; the first warm-cache ones after every cold one (rule 4)
+            free = load.reported < compile_slots and not (j.index == 1 and load.cold_waiting)
+            if free and not load.unreported and not load.preparing:
+                actions.append(("compile", j))
+                load.reported += 1
+                load.busy += 1
+            else:
+                held = True  # no new unreported compile overtakes it
+        elif not load.reported and not held:
+            actions.append(("compile", j))
+            load.unreported += 1
+            load.busy += 1
+    return actions
+
+
+def _starts(jobs: list[Job], alive: list[Job], concurrency: int) -> list[tuple[str, Job]]:
+    """Rule 3: pending processes start while there is room and nobody waits to time."""
+    if any(j.state == "time_wait" for j in alive):
+        return []
+    room = concurrency - len(alive)
+    pending = [j for j in jobs if j.state == "pending"]
+    return [("start", j) for j in pending[:max(room, 0)]]
+
+
 def decide(jobs: list[Job], *, concurrency: int, compile_slots: int,
            server_importing: bool = False) -> list[tuple[str, Job]]:
     """What to allow now: a list of ``("start" | "compile" | "time", job)``, in plan order.
     ``jobs`` is the plan (pending jobs included) in its order.  ``server_importing``: the
-    compiler server (engine/orchestrate/compiler_server.py) is still importing torch and the compiler, heavy
-    CPU work that counts as one more preparing process (rules 2 and 4)."""
+    compiler server (engine/orchestrate/compiler_server.py) is still importing torch and the
+    compiler, heavy CPU work that counts as one more preparing process (rules 2 and 4)."""
     alive = [j for j in jobs if j.state in ALIVE]
     if any(j.state == "timing" for j in alive):
         return []  # rule 1
     if any(j.state == "compiling" and j.autotunes for j in alive):
         return []  # rule 4: nothing beside a max-autotune compile
-    actions: list[tuple[str, Job]] = []
-    busy = sum(j.state in BUSY for j in alive) + server_importing
-    reported = sum(j.state == "compiling" and j.reported for j in alive)
-    unreported = sum(j.state == "compiling" and not j.reported for j in alive)
-    preparing = server_importing or any(j.state == "preparing" for j in alive)
-
-    cold_compiled = {j.variant for j in jobs
-                     if j.index == 0 and j.state in ("settling", "time_wait", "timing", "done")}
-    cold_waiting = any(j.state == "compile_wait" and j.compiles and j.index == 0 for j in alive)
-    if busy == 0:  # rule 7: eager's baseline first
+    load = _load(jobs, alive, server_importing)
+    if load.busy == 0:  # rule 7: eager's baseline first
         eager = next((j for j in alive if j.variant == "eager" and j.state == "time_wait"
                       and not j.speculative), None)
         if eager is not None:
             return [("time", eager)]
-    held = False
-    for j in alive:  # rules 4 and 5
-        if j.state != "compile_wait":
-            continue
-        if j.index > 0 and j.variant not in cold_compiled:
-            continue
-        if j.autotunes:
-            if busy == 0 and not actions:
-                return [("compile", j)]
-            continue
-        if j.reported:
-            # within the slots; the first warm-cache ones after every cold one (rule 4)
-            free = reported < compile_slots and not (j.index == 1 and cold_waiting)
-            if free and not unreported and not preparing:
-                actions.append(("compile", j))
-                reported += 1
-                busy += 1
-            else:
-                held = True  # no new unreported compile overtakes it
-        elif not reported and not held:
-            actions.append(("compile", j))
-            unreported += 1
-            busy += 1
+    actions = _compiles(alive, load, compile_slots)
     if actions:
         return actions
-
-    if busy == 0:  # rules 2 and 6
+    if load.busy == 0:  # rules 2 and 6
         waiting = [j for j in alive if j.state == "time_wait" and not j.speculative]
         if waiting:
             return [("time", waiting[0])]
-
-    if reported:
-        return actions  # rule 4: nothing starts beside a reported compile
-    if not any(j.state == "time_wait" for j in alive):  # rule 3
-        room = concurrency - len(alive)
-        for j in jobs:
-            if room <= 0:
-                break
-            if j.state == "pending":
-                actions.append(("start", j))
-                room -= 1
-    return actions
+    if load.reported:
+        return []  # rule 4: nothing starts beside a reported compile
+    return _starts(jobs, alive, concurrency)
