@@ -216,6 +216,64 @@ def paired_eager_ms(rows: Iterable[Row]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 
+def _left_out(r: Row, budget: float | None, memory_mib: float | None,
+              unknown_mem: list[str]) -> str | None:
+    """Why a variant is not a candidate (did not finish, no measurement, inaccurate, over the
+    memory budget), or None; a variant whose memory is unknown is noted in ``unknown_mem``."""
+    name = str(r.get("variant"))
+    if r.get("status", "ok") != "ok":
+        return f"did not finish: {r.get('failure_kind') or r.get('status')}"
+    if fmt.num(r.get("median_ms")) is None:
+        return "no per-call measurement"
+    if name != "eager" and accuracy_failure(r):
+        return "fails the accuracy check"
+    peak = _peak(r)
+    if budget is not None:
+        if peak is None:
+            unknown_mem.append(name)
+        elif peak > budget:
+            return f"peak {fmt.mib(peak)} exceeds the {memory_mib:,.0f} MiB budget"
+    return None
+
+
+def _compiled_first_s(r: Row, warm_cache: bool, notes: list[str]) -> float | None:
+    name = str(r.get("variant"))
+    first = fmt.num(r.get("first_call_warm_s" if warm_cache else "first_call_cold_s"))
+    if first is None and warm_cache:
+        first = fmt.num(r.get("first_call_cold_s"))
+        if first is not None:
+            notes.append(f"{name}: no warm-cache first call was measured; its cold first call "
+                         "stands in")
+    return first
+
+
+def _candidate(r: Row, rows: list[Row], eager_ms: float | None, warm_cache: bool,
+               notes: list[str]) -> Candidate | None:
+    """One variant as a candidate: per-call time on the run's eager (module doc), its interval
+    from the speedup's, and its first call; None without a first call."""
+    name = str(r.get("variant"))
+    per_ms = fmt.num(r.get("median_ms"))
+    s = fmt.num(r.get("speedup"))
+    s_lo, s_hi = fmt.num(r.get("speedup_ci_low")), fmt.num(r.get("speedup_ci_high"))
+    if name == "eager" and eager_ms is not None:
+        per_ms = eager_ms  # the run's eager, the speedups' reference (module doc)
+    elif eager_ms is not None and s and s > 0:
+        per_ms = eager_ms / s  # the paired ratio on the run's eager (module doc)
+    per = per_ms / 1000.0
+    lo = hi = per
+    if name == "eager":
+        first, note = _eager_first_s(rows, r)
+        if note:
+            notes.append(note)
+    else:
+        first = _compiled_first_s(r, warm_cache, notes)
+        if first is None:
+            return None
+        if s and s_lo and s_hi and s_lo > 0:
+            lo, hi = per * s / s_hi, per * s / s_lo
+    return Candidate(name, first, per, min(lo, per), max(hi, per), _peak(r))
+
+
 def candidates(rows: Iterable[Row], *, warm_cache: bool = False,
                memory_mib: float | None = None
                ) -> tuple[list[Candidate], list[tuple[str, str]], list[str]]:
@@ -233,52 +291,12 @@ def candidates(rows: Iterable[Row], *, warm_cache: bool = False,
         eager_ms = fmt.num(eager.get("median_ms"))
     for r in rows:
         name = str(r.get("variant"))
-        if r.get("status", "ok") != "ok":
-            excluded.append((name, f"did not finish: {r.get('failure_kind') or r.get('status')}"))
-            continue
-        per_ms = fmt.num(r.get("median_ms"))
-        if per_ms is None:
-            excluded.append((name, "no per-call measurement"))
-            continue
-        if name != "eager":
-            wrong = accuracy_failure(r)
-            if wrong:
-                excluded.append((name, "fails the accuracy check"))
-                continue
-        peak = _peak(r)
-        if budget is not None:
-            if peak is None:
-                unknown_mem.append(name)
-            elif peak > budget:
-                excluded.append((name, f"peak {fmt.mib(peak)} exceeds the {memory_mib:,.0f} MiB "
-                                       "budget"))
-                continue
-        s = fmt.num(r.get("speedup"))
-        s_lo, s_hi = fmt.num(r.get("speedup_ci_low")), fmt.num(r.get("speedup_ci_high"))
-        if name == "eager" and eager_ms is not None:
-            per_ms = eager_ms  # the paired eager time, the speedups' reference (module doc)
-        elif eager_ms is not None and s and s > 0:
-            per_ms = eager_ms / s  # the paired ratio on the paired eager time (module doc)
-        per = per_ms / 1000.0
-        lo = hi = per
-        if name == "eager":
-            first, note = _eager_first_s(rows, r)
-            if note:
-                notes.append(note)
+        reason = _left_out(r, budget, memory_mib, unknown_mem)
+        cand = None if reason else _candidate(r, rows, eager_ms, warm_cache, notes)
+        if reason or cand is None:
+            excluded.append((name, reason or "no first-call (compile) time"))
         else:
-            key = "first_call_warm_s" if warm_cache else "first_call_cold_s"
-            first = fmt.num(r.get(key))
-            if first is None and warm_cache:
-                first = fmt.num(r.get("first_call_cold_s"))
-                if first is not None:
-                    notes.append(f"{name}: no warm-cache first call was measured; its cold "
-                                 "first call stands in")
-            if first is None:
-                excluded.append((name, "no first-call (compile) time"))
-                continue
-            if s and s_lo and s_hi and s_lo > 0:
-                lo, hi = per * s / s_hi, per * s / s_lo
-        out.append(Candidate(name, first, per, min(lo, per), max(hi, per), peak))
+            out.append(cand)
     if eager is None:
         notes.append("no eager baseline finished: only compiled configs are compared")
     if unknown_mem:
