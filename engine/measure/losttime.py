@@ -160,6 +160,88 @@ def _short(path: str | None) -> str:
     return "/".join(parts[-3:]) if "engine" in parts else parts[-1]
 
 
+class _Sums(dict):
+    """Lost time per item over the profiled calls: ``{key: {"us", "count", **info}}``."""
+
+    def add(self, key: str, us: float, **info: Any) -> None:
+        item = self.setdefault(key, {"us": 0.0, "count": 0, **info})
+        item["us"] += us
+        item["count"] += 1
+
+
+def _region(sums: _Sums, r: dict[str, Any], frames: dict[str, dict[str, Any]],
+            by_line: dict[tuple[str, Any], dict[str, Any]], marked: bool) -> None:
+    """A compiled frame's time outside its graphs: a graph break's, or the last frame's glue."""
+    own_graphs = _within(r, ("graph",))
+    nested = _within(r, ("region", "lookup"), stop=("region", "lookup"))
+    outside = _dur(r) - sum(_dur(g) for g in own_graphs) - sum(_dur(n) for n in nested)
+    if not marked:
+        outside = 0.0  # this backend does not mark its graphs: cannot split the frame
+    child = next((n for n in nested if n["kind"] == "region"), None)
+    frame = frames.get(_compile_id(child)) if child else None
+    m = _RESUME.search((frame or {}).get("co_name") or "") if frame else None
+    if not m:  # the last frame: returning its outputs, frame glue
+        sums.add("python", max(outside, 0.0))
+        return
+    file, line = frame.get("file"), int(m.group(2))
+    where = f"{_short(file)}:{line}"
+    b = by_line.get((_short(file), line)) or {}
+    reason = b.get("reason") or "graph break (reason not reported by explain)"
+    sums.add(f"break {where}", max(outside, 0.0), kind="graph_break", file=file, line=line,
+             reason=reason, where=where)
+
+
+def _call(sums: _Sums, call: dict[str, Any], nodes: list[dict[str, Any]], timeline: dict,
+          frames: dict, by_line: dict, *, marked: bool, cuda: bool, cudagraphs: bool) -> float:
+    """One profiled call's lost time into ``sums``; returns its wall time (us)."""
+    wall = _dur(call)
+    for lk in _within(call, ("lookup",), stop=()):
+        sums.add("guards", _dur(lk))
+    graphs = _within(call, ("graph",), stop=())
+    for g in graphs:
+        sums.add("graphs", _dur(g))
+    top = _within(call, ("region", "lookup"), stop=("region", "lookup"))
+    sums.add("python", max(wall - sum(_dur(t) for t in top), 0.0))
+    for r in (n for n in nodes if n["kind"] == "region" and _inside(n, call)):
+        _region(sums, r, frames, by_line, marked)
+    if cuda:
+        kernels = timeline.get("kernels") or []
+        sums.add("idle", max(wall - _busy(kernels, call["start"], call["end"]), 0.0))
+    if cudagraphs:
+        for g in graphs:
+            if not _within(g, ("cg_launch",), stop=()):
+                sums.add("uncaptured", _dur(g))
+    return wall
+
+
+_WORDS: dict[str, dict[str, Any]] = {
+    "graphs": {"kind": "in_graphs", "what": "inside compiled graphs (the work itself)",
+               "action": None},
+    "guards": {"what": "guard checks (TorchDynamo cache lookup)", "action": (
+        "fewer compiled frames: each graph break adds a frame whose guards run every call")},
+    "uncaptured": {"kind": "uncaptured_cudagraph", "what": "compiled graphs not replayed as "
+                   "CUDA graphs", "action": "fix the cudagraph skip reason (see CUDA-graph "
+                   "coverage)"},
+}
+
+
+def _describe(key: str, s: dict[str, Any], cudagraphs: bool) -> dict[str, Any]:
+    """What an item is and what would recover its time."""
+    if key in _WORDS:
+        return dict(_WORDS[key])
+    if key == "python":
+        return {"what": "Python outside compiled graphs (module call, frame entry/exit)",
+                "action": None if cudagraphs else "mode='reduce-overhead' (CUDA graphs) or "
+                "fewer Python layers around the model"}
+    if key == "idle":
+        return {"kind": "launch_bound", "what": "GPU idle within the call (launch-bound; "
+                "overlaps the host items)", "action": None if cudagraphs else
+                "mode='reduce-overhead' replays the kernels as one CUDA graph"}
+    return {"what": f"graph break at {s['where']}: {s['reason']}", "file": s["file"],
+            "line": s["line"], "reason": s["reason"],
+            "action": action_for(s["reason"], s["where"])}
+
+
 def account(timeline: dict[str, Any], frames: dict[str, dict[str, Any]],
             breaks: list[dict[str, Any]], *, wall_ms: float | None, cuda: bool = False,
             cudagraphs: bool = False) -> dict[str, Any]:
@@ -172,53 +254,10 @@ def account(timeline: dict[str, Any], frames: dict[str, dict[str, Any]],
         return {"items": [], "note": "no profiled calls"}
     marked = any(n["kind"] == "graph" for n in nodes)
     by_line = {(_short(b.get("file")), b.get("line")): b for b in breaks or []}
-    sums: dict[str, dict[str, Any]] = {}
-
-    def add(key: str, us: float, **info: Any) -> None:
-        item = sums.setdefault(key, {"us": 0.0, "count": 0, **info})
-        item["us"] += us
-        item["count"] += 1
-
-    total_us = 0.0
-    for call in calls:
-        wall = _dur(call)
-        total_us += wall
-        regions = [n for n in nodes if n["kind"] == "region" and _inside(n, call)]
-        lookups = _within(call, ("lookup",), stop=())
-        graphs = _within(call, ("graph",), stop=())
-        for lk in lookups:
-            add("guards", _dur(lk))
-        for g in graphs:
-            add("graphs", _dur(g))
-        top = [c for c in _within(call, ("region", "lookup"), stop=("region", "lookup"))]
-        add("python", max(wall - sum(_dur(t) for t in top), 0.0))
-        for r in regions:
-            own_graphs = _within(r, ("graph",))
-            nested = _within(r, ("region", "lookup"), stop=("region", "lookup"))
-            outside = _dur(r) - sum(_dur(g) for g in own_graphs) - sum(_dur(n) for n in nested)
-            if not marked:
-                outside = 0.0  # this backend does not mark its graphs: cannot split the frame
-            child = next((n for n in nested if n["kind"] == "region"), None)
-            frame = frames.get(_compile_id(child)) if child else None
-            m = _RESUME.search((frame or {}).get("co_name") or "") if frame else None
-            if m:
-                file, line = frame.get("file"), int(m.group(2))
-                where = f"{_short(file)}:{line}"
-                b = by_line.get((_short(file), line)) or {}
-                reason = b.get("reason") or "graph break (reason not reported by explain)"
-                add(f"break {where}", max(outside, 0.0), kind="graph_break", file=file,
-                    line=line, reason=reason, where=where)
-            else:  # the last frame: returning its outputs, frame glue
-                add("python", max(outside, 0.0))
-        if cuda:
-            kernels = timeline.get("kernels") or []
-            add("idle", max(wall - _busy(kernels, call["start"], call["end"]), 0.0))
-        if cudagraphs:
-            for g in graphs:
-                if not _within(g, ("cg_launch",), stop=()):
-                    add("uncaptured", _dur(g))
+    sums = _Sums()
+    total_us = sum(_call(sums, call, nodes, timeline, frames, by_line, marked=marked,
+                         cuda=cuda, cudagraphs=cudagraphs) for call in calls)
     n_calls = len(calls)
-    profiled_ms = total_us / n_calls / 1e3
     items = []
     for key, s in sums.items():
         share = s["us"] / total_us if total_us else 0.0
@@ -226,38 +265,18 @@ def account(timeline: dict[str, Any], frames: dict[str, dict[str, Any]],
                "profiled_ms_per_call": round(s["us"] / n_calls / 1e3, 6),
                "ms_per_call": None if wall_ms is None else round(share * wall_ms, 6),
                "per_call": round(s["count"] / n_calls, 2)}
-        if key == "graphs":
-            row.update(kind="in_graphs", what="inside compiled graphs (the work itself)",
-                       action=None)
-        elif key == "guards":
-            row.update(what="guard checks (TorchDynamo cache lookup)", action=(
-                "fewer compiled frames: each graph break adds a frame whose guards run every "
-                "call"))
-        elif key == "python":
-            row.update(what="Python outside compiled graphs (module call, frame entry/exit)",
-                       action="mode='reduce-overhead' (CUDA graphs) or fewer Python layers "
-                       "around the model" if not cudagraphs else None)
-        elif key == "idle":
-            row.update(kind="launch_bound", what="GPU idle within the call (launch-bound; "
-                       "overlaps the host items)", action=None if cudagraphs else
-                       "mode='reduce-overhead' replays the kernels as one CUDA graph")
-        elif key == "uncaptured":
-            row.update(kind="uncaptured_cudagraph", what="compiled graphs not replayed as "
-                       "CUDA graphs", action="fix the cudagraph skip reason (see CUDA-graph "
-                       "coverage)")
-        else:
-            row.update(what=f"graph break at {s['where']}: {s['reason']}", file=s["file"],
-                       line=s["line"], reason=s["reason"],
-                       action=action_for(s["reason"], s["where"]))
+        row.update(_describe(key, s, cudagraphs))
         items.append(row)
     items.sort(key=lambda r: (r["kind"] == "in_graphs", -r["share"]))
-    out: dict[str, Any] = {"items": items, "profiled_ms_per_call": round(profiled_ms, 6),
+    out: dict[str, Any] = {"items": items,
+                           "profiled_ms_per_call": round(total_us / n_calls / 1e3, 6),
                            "calls": n_calls, "method": "shares of the call from a torch.profiler "
                            "pass, applied to the steady-state median"}
     if not marked:
         out["note"] = ("this backend does not mark its compiled graphs in the profiler (inductor "
                        "does): time per graph break is not split from the graphs")
     return out
+
 
 
 def _inside(node: dict[str, Any], ancestor: dict[str, Any]) -> bool:
