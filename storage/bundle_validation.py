@@ -224,8 +224,7 @@ def _check_time(value: Any, path: str, nullable: bool = True) -> None:
         raise _fail(path, f"{value!r} has no time zone offset")
 
 
-def _check_variant(value: Any, path: str, budget: _Budget) -> None:
-    result = _check_keys(value, path, _VARIANT_KEYS, ("variant", "status"))
+def _check_variant_head(result: dict[str, Any], path: str) -> None:
     _check_text(result["variant"], f"{path}.variant", 64, nullable=False, empty=False)
     if not VARIANT_NAME.fullmatch(result["variant"]):
         raise _fail(f"{path}.variant", f"{result['variant'][:64]!r} is not a variant name "
@@ -235,27 +234,22 @@ def _check_variant(value: Any, path: str, budget: _Budget) -> None:
     failure_kind = result.get("failure_kind")
     if failure_kind is not None and failure_kind not in FAILURE_KINDS:
         raise _fail(f"{path}.failure_kind", f"{failure_kind!r} is not one of {FAILURE_KINDS}")
-    for name, kind in RESULT_FIELDS.items():
-        _check_field(result.get(name), f"{path}.{name}", name, kind, budget)
-    phases = _expect_object(result.get("compile_phases_s") or {}, f"{path}.compile_phases_s")
-    for key, seconds in phases.items():
-        _check_number(seconds, f"{path}.compile_phases_s.{key}", "float")
-    skips = result.get("cudagraph_skips")
-    if skips is not None and not isinstance(skips, list):
-        raise _fail(f"{path}.cudagraph_skips", f"expected a list, got {_type_name(skips)}")
+
+
+def _check_variant_extra(result: dict[str, Any], path: str, budget: _Budget) -> None:
+    """``extra`` as JSON, and the contract's figures in it by their kind."""
     if result.get("extra") is not None:
         _expect_object(result["extra"], f"{path}.extra")
         _check_json(result["extra"], f"{path}.extra", budget)
-    for sub, name, kind, value in extra_figures(result.get("extra")):  # by the contract's kind
+    for sub, name, kind, value in extra_figures(result.get("extra")):
         if kind == "str":
             _check_text(value, f"{path}.extra.{sub}", MAX_TEXT)
         else:
             _check_field(value, f"{path}.extra.{sub}", name, kind, budget)
-    stats = result.get("stats")
-    if stats is not None:
-        _check_keys(stats, f"{path}.stats", set(STATS_FIELDS))
-        for name, kind in STATS_FIELDS.items():
-            _check_field(stats.get(name), f"{path}.stats.{name}", name, kind, budget)
+
+
+def _check_children(result: dict[str, Any], path: str, budget: _Budget) -> None:
+    """Graph breaks, recompiles and sweep points: lists of bounded length, fields by kind."""
     for key, (_entity, fields) in CHILDREN.items():
         items = result.get(key)
         if items is None:
@@ -274,8 +268,28 @@ def _check_variant(value: Any, path: str, budget: _Budget) -> None:
                     _check_field(item.get(name), f"{item_path}.{name}", name, kind, budget)
 
 
-def _check_run(value: Any, path: str, budget: _Budget) -> None:
-    run = _check_keys(value, path, _RUN_KEYS, _RUN_REQUIRED)
+def _check_variant(value: Any, path: str, budget: _Budget) -> None:
+    result = _check_keys(value, path, _VARIANT_KEYS, ("variant", "status"))
+    _check_variant_head(result, path)
+    for name, kind in RESULT_FIELDS.items():
+        _check_field(result.get(name), f"{path}.{name}", name, kind, budget)
+    phases = _expect_object(result.get("compile_phases_s") or {}, f"{path}.compile_phases_s")
+    for key, seconds in phases.items():
+        _check_number(seconds, f"{path}.compile_phases_s.{key}", "float")
+    skips = result.get("cudagraph_skips")
+    if skips is not None and not isinstance(skips, list):
+        raise _fail(f"{path}.cudagraph_skips", f"expected a list, got {_type_name(skips)}")
+    _check_variant_extra(result, path, budget)
+    stats = result.get("stats")
+    if stats is not None:
+        _check_keys(stats, f"{path}.stats", set(STATS_FIELDS))
+        for name, kind in STATS_FIELDS.items():
+            _check_field(stats.get(name), f"{path}.stats.{name}", name, kind, budget)
+    _check_children(result, path, budget)
+
+
+def _check_run_head(run: dict[str, Any], path: str, budget: _Budget) -> None:
+    """Ids, times, status, model, dtype and device, and the spec as JSON."""
     source_id = run.get("source_id")
     if source_id is not None:
         _check_number(source_id, f"{path}.source_id", "int")
@@ -295,16 +309,23 @@ def _check_run(value: Any, path: str, budget: _Budget) -> None:
     _check_json(run["spec"], f"{path}.spec", budget)
     if run["spec"].get("model", run["model"]) != run["model"]:
         raise _fail(f"{path}.model", "differs from spec.model")
-    dims = run.get("dims")
-    if dims is not None:
-        _expect_object(dims, f"{path}.dims")
-        if len(dims) > MAX_DIMS:
-            raise _fail(f"{path}.dims", f"{len(dims)} dims; the limit is {MAX_DIMS}")
-        for key, dim in dims.items():
-            _check_text(key, f"{path}.dims key", MAX_SHORT_TEXT, nullable=False, empty=False)
-            if isinstance(dim, (dict, list)):
-                raise _fail(f"{path}.dims.{key}", "expected a number or a string")
-            _check_json(dim, f"{path}.dims.{key}", budget)
+
+
+def _check_dims(dims: Any, path: str, budget: _Budget) -> None:
+    if dims is None:
+        return
+    _expect_object(dims, f"{path}.dims")
+    if len(dims) > MAX_DIMS:
+        raise _fail(f"{path}.dims", f"{len(dims)} dims; the limit is {MAX_DIMS}")
+    for key, dim in dims.items():
+        _check_text(key, f"{path}.dims key", MAX_SHORT_TEXT, nullable=False, empty=False)
+        if isinstance(dim, (dict, list)):
+            raise _fail(f"{path}.dims.{key}", "expected a number or a string")
+        _check_json(dim, f"{path}.dims.{key}", budget)
+
+
+def _check_words(run: dict[str, Any], path: str, budget: _Budget) -> None:
+    """Error, note, environment and tags: user text by the one rule (contract.text)."""
     _check_text(run.get("error"), f"{path}.error", MAX_ERROR_CHARS)
     _check_text(run.get("note"), f"{path}.note", MAX_NOTE_CHARS)
     if run.get("note") is not None:
@@ -317,16 +338,19 @@ def _check_run(value: Any, path: str, budget: _Budget) -> None:
         _expect_object(environment, f"{path}.environment")
         _check_json(environment, f"{path}.environment", budget)
     tags = run.get("tags")
-    if tags is not None:
-        if not isinstance(tags, list):
-            raise _fail(f"{path}.tags", f"expected a list of strings, got {_type_name(tags)}")
-        try:
-            normalize_tags(tags)
-        except (TypeError, ValueError) as exc:
-            raise _fail(f"{path}.tags", str(exc)) from None
-        for i, tag in enumerate(tags):
-            _check_text(tag, f"{path}.tags[{i}]", MAX_SHORT_TEXT, nullable=False)
-    variants = run["variants"]
+    if tags is None:
+        return
+    if not isinstance(tags, list):
+        raise _fail(f"{path}.tags", f"expected a list of strings, got {_type_name(tags)}")
+    try:
+        normalize_tags(tags)
+    except (TypeError, ValueError) as exc:
+        raise _fail(f"{path}.tags", str(exc)) from None
+    for i, tag in enumerate(tags):
+        _check_text(tag, f"{path}.tags[{i}]", MAX_SHORT_TEXT, nullable=False)
+
+
+def _check_variants(variants: Any, path: str, budget: _Budget) -> None:
     if not isinstance(variants, list):
         raise _fail(f"{path}.variants", f"expected a list, got {_type_name(variants)}")
     if len(variants) > MAX_VARIANTS_PER_RUN:
@@ -339,6 +363,14 @@ def _check_run(value: Any, path: str, budget: _Budget) -> None:
         if variant["variant"] in seen:
             raise _fail(f"{path}.variants[{i}].variant", f"{variant['variant']!r} appears twice")
         seen.add(variant["variant"])
+
+
+def _check_run(value: Any, path: str, budget: _Budget) -> None:
+    run = _check_keys(value, path, _RUN_KEYS, _RUN_REQUIRED)
+    _check_run_head(run, path, budget)
+    _check_dims(run.get("dims"), path, budget)
+    _check_words(run, path, budget)
+    _check_variants(run["variants"], path, budget)
     problem = spec_problem(run)  # the one validator, engine/spec.py (storage/bundle_checks.py)
     if problem:
         raise _fail(f"{path}.{problem[0]}", problem[1])
