@@ -42,7 +42,8 @@ SQLITE_BUSY_TIMEOUT_S = 30.0
 HEAD_REVISION = "0006"
 """The newest migration under ``migrations/versions`` (a test checks it against Alembic's own
 head).  Opening a database already at this revision reads its version table with SQLAlchemy
-and never imports Alembic (0.4 s on the 2-core host, paid before every run's first process)."""
+and never imports Alembic: that import is paid before every run's first process, on the path
+to the answer (docs/measurements/2026-12-05-time-to-answer-cpu.md)."""
 
 # Execution option that marks a connection whose transactions will write (see module docstring).
 _WRITE_OPTION = "compilelab_write"
