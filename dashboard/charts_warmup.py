@@ -214,7 +214,7 @@ def break_even(variants: pd.DataFrame, max_calls: float | None = None) -> go.Fig
         all_y.append(y)
         be = r["break_even_calls"]
         # A variant that never pays off says so in its legend entry: arrows to the right-hand
-        # ends of several such lines pile up on each other (seen with four H200 modes).
+        # ends of several such lines pile up on each other (four modes that never pay off).
         name = label if be is not None else f"{label} — never breaks even (slower per call)"
         if be is not None and not labelled:
             name = f"{label} — breaks even after {fmt.calls(be)}"
