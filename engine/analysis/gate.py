@@ -21,8 +21,8 @@ A change is called a **regression** only when it is both *real* and *large*:
   **prediction interval** of those runs' log compile times (a t-interval for one new
   observation).  *Large*: above **1.15 ×** the baseline (``--compile-time``) and longer by more
   than **0.5 s** (``--compile-floor``).  With fewer than two baseline runs there is no test and
-  compile time is reported, never failed (on the H200 one config's cold compile moved 2.8 s →
-  3.5 s between identical runs).
+  compile time is reported, never failed: one cold compile is one sample, and identical runs
+  differ by a quarter and more (docs/measurements/2026-12-03-repeatability-h200.md).
 * **Memory compression ratio** (eager peak ÷ compiled peak, same run).  Peak allocation of a
   given program is repeatable to the byte on the caching allocator, so the threshold alone:
   below **0.95 ×** the baseline (``--memory``).

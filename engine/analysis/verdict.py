@@ -202,8 +202,8 @@ def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
                        "inside that process only, not the drift between processes.")
         if "max-autotune" in str(r["variant"]) and _v(r, "speedup_ci_low") is not None:
             # the warm-cache processes reuse the cold compile's kernel choices, so the
-            # interval cannot hold the spread between compiles (H200 seed MLP, three runs:
-            # 0.72x [0.69, 0.75], 0.55x [0.53, 0.56], 0.54x [0.51, 0.57])
+            # interval cannot hold the spread between compiles: identical runs' intervals
+            # exclude each other (docs/measurements/2026-12-05-repeatability-h200.md)
             out.append(f"{r['variant']}: its interval covers the kernels this run's autotuning "
                        "chose; another compile may choose others and run at another speed, so "
                        "compare max-autotune across runs, not within one.")
