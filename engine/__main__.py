@@ -16,10 +16,11 @@ except BrokenPipeError:
 forked.stop_unused_servers()  # one still importing would hold our output open
 if "torch" in sys.modules:
     # The command is done and everything it wrote is committed (the database's transactions,
-    # the children's results). Skip the interpreter's teardown: with torch imported it took
-    # 2.2-2.7 s after every `run` on the 2-core CPU host (issue "time to answer"), measuring
-    # nothing; the measuring child does the same (engine/measure/child.py main). The process server
-    # and resource tracker end themselves when their pipes from this process close.
+    # the children's results). Skip the interpreter's teardown: with torch imported it takes
+    # seconds after every `run`, measuring nothing, before a caller sees the command end
+    # (docs/measurements/2026-12-03-time-to-answer.md); the measuring child does the same
+    # (engine/measure/child.py main). The process server and resource tracker end themselves
+    # when their pipes from this process close.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code if isinstance(code, int) else 1)
