@@ -26,15 +26,16 @@ Why the updates are judged over the whole model and not tensor by tensor: an ada
 about zero still moves by about ``lr`` per step, in the direction rounding decides. One such
 element in a 768-wide LayerNorm bias gives that tensor an update error of ``2 lr / sqrt(768)``,
 ten times the error of a tensor where no element flipped; which tensors it hits, in eager or in
-compiled, is a lottery. On the H200 (BERT-base and the GPT stack, bf16 autocast, AdamW lr 1e-4)
-every compiled variant "failed" per tensor on one or two LayerNorm parameters while PyTorch's own
-``same`` passed them, and eager's worst tensor was a key bias whose true gradient is exactly zero
-(softmax ignores it), its whole update decided by rounding. Over all parameters together those
-flips average out (the count of flipped elements is what compares), and a wrong optimizer (no
-step, wrong learning rate) still fails by far. A tensor whose update is wrong as a whole is still
-caught on its own: its error may not exceed half of its update's size (``GROSS_SHARE``) unless
-eager's error is as large. Small but real errors in the backward pass are caught where they are
-linear, in the gradients of step 1, judged per tensor (as PyTorch's harness compares gradients).
+compiled, is a lottery: judged per tensor, correct compiled training steps "failed" on one or two
+LayerNorm parameters while PyTorch's own ``same`` passed them, and eager's worst tensor can be a
+bias whose true gradient is exactly zero (a key bias, which softmax ignores), its whole update
+decided by rounding (docs/measurements/2026-12-03-training-step-h200.md). Over all parameters
+together those flips average out (the count of flipped elements is what compares), and a wrong
+optimizer (no step, wrong learning rate) still fails by far. A tensor whose update is wrong as a
+whole is still caught on its own: its error may not exceed half of its update's size
+(``GROSS_SHARE``) unless eager's error is as large. Small but real errors in the backward pass are
+caught where they are linear, in the gradients of step 1, judged per tensor (as PyTorch's harness
+compares gradients).
 
 Eager is also run twice: a model whose eager result changes between two identical runs (atomic
 adds in embedding backward, non-deterministic cuBLAS/cuDNN algorithms) is reported, because then
@@ -142,8 +143,9 @@ def _per_tensor(rows: list[list[Any]]) -> dict[str, Any]:
 
 
 # A parameter's update may be off by this share of its own size before it fails on its own
-# (judge_whole): Adam's sign flips of near-zero gradients stay far below it (about 6 % of a
-# LayerNorm bias's update on the H200); an update that is missing or wrong as a whole reaches it.
+# (judge_whole): Adam's sign flips of near-zero gradients stay far below it (a few per cent of a
+# LayerNorm bias's update: docs/measurements/2026-12-03-training-step-h200.md); an update that
+# is missing or wrong as a whole reaches it.
 GROSS_SHARE = 0.5
 
 

@@ -2,9 +2,10 @@
 
 A compile time is only as good as the host it ran on. The schedule (engine/orchestrate/schedule.py) runs a
 reported compile (the cold one, the first warm-cache one) with nothing else of the run preparing,
-compiling or timing, but it cannot keep other tenants off the host: on one lent H200 host every
-compile phase of a run read 41-66 % above the hand-written harness's while the other runs on the
-same host read within 15 %, and nothing in the run said why.  ``CompileLoad`` says, per compile:
+compiling or timing, but it cannot keep other tenants off the host, and a run whose every compile
+phase read far above the hand-written harness's, while other runs on the same host did not, once
+said nothing about why (docs/measurements/2026-12-05-time-to-answer-h200.md).  ``CompileLoad``
+says, per compile:
 
 * ``other_busy_cores``: the cores kept busy by processes *outside this process's tree* while it
   compiled (from /proc/stat, less the CPU time of this process and all its descendants: a
@@ -27,10 +28,9 @@ from typing import Any
 
 from engine.measure.hostload import CLOCK_TICKS, stat_fields
 
-# A reported compile beside more than this much other work is flagged (engine/analysis/verdict.py): on
-# the 2-core CPU host one busy core beside the seed MLP's cold compile read +5 % (8.68 s
-# against 8.18 s alone, two each), and a compile on a host of many cores is mostly one thread
-# plus a burst of workers, so a whole core of a neighbour is where it starts to show.
+# A reported compile beside more than this much other work is flagged (engine/analysis/verdict.py):
+# a compile is mostly one thread plus a burst of workers, so a whole core of a neighbour is where it
+# starts to show (docs/measurements/2026-12-05-time-to-answer-cpu.md).
 COMPILE_BUSY_CORES = 1.0
 # Steal time: a share of the host's CPU time given to other virtual machines.
 STEAL_SHARE = 0.05

@@ -2,10 +2,11 @@
 ``cross_check``), in the same child, right after the engine's own steady-state rounds.
 
 Why paired, sample by sample: small models are launch-bound, so their per-call time is mostly
-host work, and on the H200 host (a VM) the host's speed moved in steps of up to 1.4x that lasted
-seconds, hitting eager and compiled alike, with no other process busy. Two timers run a few
-seconds apart would compare those steps, not the methods. So the engine's timer and each library
-timer take turns within milliseconds, and each gap is the median of the *paired* ratios.
+host work, and a host's speed (a VM's especially) moves in steps that last seconds, hitting eager
+and compiled alike, with no other process busy (docs/measurements/2026-12-02-h200-acceptance.md).
+Two timers run a few seconds apart would compare those steps, not the methods. So the engine's timer
+and each library timer take turns within milliseconds, and each gap is the median of the *paired*
+ratios.
 
 Pairs that time the same thing the same way:
 

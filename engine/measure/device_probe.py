@@ -3,8 +3,8 @@
 ``engine.orchestrate.device_check`` runs these checks in a throwaway fork of the preloaded process server
 (which holds torch) and reads the verdict from a file.  The fork imports the module of its
 target function; that used to be ``engine.orchestrate.device_check`` itself, which imports ``engine.spec``
-and through it ``storage`` and SQLAlchemy: 0.7 s on the 2-core CPU host and 1.4-2.3 s on the
-H200 host, on the path to every run's first measuring process (issue "time to answer").  So
+and through it ``storage`` and SQLAlchemy: seconds on the path to every run's first measuring
+process (docs/measurements/2026-12-04-time-to-answer.md).  So
 this module imports nothing of the project and nothing heavy but torch, and says what is wrong
 as ``(message, spec field)`` instead of raising the spec's error class.
 """
@@ -63,8 +63,9 @@ def _cuda_available() -> bool:
 def device_problem(device: str, dtype: str) -> Problem | None:
     """Is there such a device here, and can it run this dtype?  (imports torch)
 
-    On a GPU the questions go to NVML where it answers (0.02 s on the H200 against 0.19 s for
-    ``cuInit`` alone, and more for a test tensor's context and cuBLAS handle).  float32 and
+    On a GPU the questions go to NVML where it answers (a tenth of ``cuInit``'s time alone, and
+    less still against a test tensor's context and cuBLAS handle:
+    docs/measurements/2026-12-04-time-to-answer.md).  float32 and
     float16 run on every GPU this torch supports; bfloat16 natively from compute capability 8
     (torch's ``is_bf16_supported`` is asked below that, or where NVML cannot say).  A device
     that still fails ends its variants with the error, each a result.  On the CPU a small

@@ -80,9 +80,10 @@ class CacheLog(logging.Handler):
     def install(self) -> None:
         """Attach to the cache loggers by name, without importing their modules: installed just
         before a timed first call, an import here took part of inductor's import (which a
-        user's fresh process pays inside that call) out of the cold and warm compile times
-        (H200, reduce-overhead: the child alone read 9.5 % under the hand-written harness with
-        it, 2 % without).  The module's own ``getLogger(__name__)`` later finds this logger."""
+        user's fresh process pays inside that call) out of the cold and warm compile times, which
+        then read short against a hand-written script's
+        (docs/measurements/2026-12-04-time-to-answer.md).  The module's own
+        ``getLogger(__name__)`` later finds this logger."""
         for name in _LOGGERS:
             logger = logging.getLogger(name)
             if self not in logger.handlers:

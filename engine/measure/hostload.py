@@ -1,13 +1,13 @@
 """How busy the rest of the host was while we timed, and quieting what we started ourselves.
 
 Small models are launch-bound: their per-call time is mostly host (CPU) work, so anything else
-running on the CPU shows up directly in the figures. On the H200 host, inductor's compile-worker
-pool (started by the first compile: ``compile_threads`` processes, one per core, each importing
-torch) was still starting while the first steady-state rounds ran, and eager and compiled calls
-both read 1.8x slower until it had. So the child shuts that pool down before timing (a serving
-process reaches the same quiet state once its pool is up and idle) and records how many cores
-*other* processes kept busy during each timed stretch, so a busy host is visible in the results
-instead of silently inflating them.
+running on the CPU shows up directly in the figures. Inductor's compile-worker pool (started by
+the first compile: ``compile_threads`` processes, one per core, each importing torch) can still
+be starting while the first steady-state rounds run, and then eager and compiled calls both read
+slow until it has (docs/measurements/2026-12-02-h200-acceptance.md). So the child shuts that pool
+down before timing (a serving process reaches the same quiet state once its pool is up and idle) and
+records how many cores *other* processes kept busy during each timed stretch, so a busy host is
+visible in the results instead of silently inflating them.
 """
 
 from __future__ import annotations
@@ -107,9 +107,8 @@ def _wait_gone(pids: list[int], limit_s: float = GONE_WAIT_S) -> None:
     """Until every killed worker has exited (or ``limit_s``).  A SIGKILLed worker still tears
     its address space down (a torch import's worth of memory) after the signal, and the runner
     starts the next reported compile as soon as this process says it compiled: that compile
-    should find the host quiet.  (Suspected, not shown: on the H200 the reduce-overhead cold
-    compile that follows default's read 19-36 % above the naive harness's in full runs, with
-    and without this wait.)"""
+    should find the host quiet.  (Suspected, not shown, that a compile right after another
+    variant's reads high because of it: docs/measurements/2026-12-04-time-to-answer.md.)"""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline and not all(_gone(p) for p in pids):
         time.sleep(0.005)
@@ -120,10 +119,11 @@ def stop_compile_workers() -> dict[str, Any]:
     in-process from here on.
 
     The pool is a helper process (a fresh interpreter importing torch) with one worker per core;
-    it starts in the background of the first compile, as in a user's process.  On the H200 host
-    it took 8 s to come up when several processes compiled at once, its start-up was heavy CPU
-    work spilling over into other processes' compiles and timing, and a graceful ``shutdown``
-    (the helper's own interpreter teardown) took 0.9 s inside each timing slot.  So the child
+    it starts in the background of the first compile, as in a user's process.  Its start-up is
+    heavy CPU work (slower still when several processes compile at once) that spills over into
+    other processes' compiles and timing, and a graceful ``shutdown`` (the helper's own
+    interpreter teardown) costs most of a second inside each timing slot
+    (docs/measurements/2026-12-04-time-to-answer.md).  So the child
     ends it right after its first call: SIGKILL for the workers and the helper (nothing of
     theirs is needed: the compiled code is loaded in this process, and the cache is on disk),
     the pool marked closed first so that its reader thread ends quietly, and

@@ -86,8 +86,8 @@ def frames_from_metrics() -> dict[str, dict[str, Any]]:
             seen = out.setdefault(str(m.compile_id), {})
             got = {"co_name": m.co_name, "file": m.co_filename, "line": m.co_firstlineno,
                    "compile_s": getattr(m, "entire_frame_compile_time_s", None)}
-            # torch 2.11 records some compile ids twice (on the H200, "0/0" and the resume
-            # frame after the data-dependent branch, "3/0"), the second time without a code
+            # torch 2.11 records some compile ids twice (for the graph-break model "0/0" and the
+            # resume frame after the data-dependent branch, "3/0"), the second time without a code
             # name: a later record fills gaps and never blanks what an earlier one named, or
             # that break's time would be counted as plain Python.
             for key, value in got.items():

@@ -4,18 +4,19 @@ A pipelined sample is K calls back to back with one synchronise at the end, divi
 (``engine.measure.timing.Timer.pipelined_ms``).  On a GPU host launches overlap device work; what no
 call overlaps is the pipeline's start (the first launch, tens of microseconds) and its tail, so K
 must make the sample long next to those: K = 50 keeps them under ~1 % of a 0.1 ms call's sample.
-A long call needs far fewer: on the H200, BERT-base's launch-bound eager call takes 5-9 ms, so
-each round's K = 50 sample was 0.3-0.45 s of eager calls in every one of a run's nine measuring
-processes, most of each process's 2-3 s timing slot (issue "time to answer"), for a start that is
-already well under 1 % after ten calls.  On the CPU there is nothing to overlap at all (the
-"synchronise" is a no-op), so K calls back to back are K synchronous calls and K buys only time.
+A long call needs far fewer: for a call of several milliseconds (BERT-base's launch-bound eager
+on a GPU) K = 50 made each round's pipelined sample most of a process's timing slot, in every
+measuring process of the run, for a start that is already well under 1 % after ten calls
+(docs/measurements/2026-12-05-time-to-answer-h200.md).  On the CPU there is nothing to overlap at
+all (the "synchronise" is a no-op), so K calls back to back are K synchronous calls and K buys only
+time.
 
 So on every device the sample is capped to a time budget: ``k = min(K, max(1, ceil(T /
 per-call estimate)))`` with ``T = SAMPLE_BUDGET_MS``, the estimate being the median of the first
 block of per-call samples in the process (taken just before the first pipelined sample; the
 first function of a round is eager where a process times eager, so every process of a run
-estimates from the same call).  Calls under T / K (1.5 ms at the defaults, the seed MLP's 0.12
-ms on the H200) keep the spec's K: the cap binds only where a sample of K calls would take longer
+estimates from the same call).  Calls under T / K (1.5 ms at the defaults, the seed MLP's on a
+GPU) keep the spec's K: the cap binds only where a sample of K calls would take longer
 than T.  The K then stays fixed for the whole process, for every function alike, so the eager and
 compiled pipelined samples of a round are the same protocol; a compiled call S times faster than
 eager's then fills about T / S of a sample (7.5 ms at a 10x speedup, where a 30 µs start is 0.4

@@ -1,18 +1,18 @@
 """Where a measuring process runs on the host's CPUs: every timing window on the same core.
 
 A launch-bound call (BERT-base's eager on a GPU host: hundreds of kernel launches, the GPU idle
-most of the time) takes as long as the host thread that launches it.  Probes on an H100 host
-(acceptance/eager_drift_probe.py; docs/measurements/2026-12-06-eager-drift.md) found that eager's per-call median moved by
-up to 80 % from one timing window to the next when the scheduler placed the process freely, and
-by about 7 % when each window ran on one fixed core: placement, not the compiled state of the
-process, was what moved it.  So on a GPU host every measuring process times on one core, the
-same for every process of the run (the last of the CPUs the run may use), and keeps off that
-core while it prepares and compiles, so that no neighbour's compile (or its compile workers,
+most of the time) takes as long as the host thread that launches it.  Probes
+(acceptance/eager_drift_probe.py; docs/measurements/2026-12-06-eager-drift.md) found that eager's
+per-call median moved far from one timing window to the next when the scheduler placed the
+process freely, and little when each window ran on one fixed core: placement, not the compiled
+state of the process, was what moved it.  So on a GPU host every measuring process times on one
+core, the same for every process of the run (the last of the CPUs the run may use), and keeps off
+that core while it prepares and compiles, so that no neighbour's compile (or its compile workers,
 which inherit the mask) runs where the timing is.
 
 The timing process then runs one intra-op thread (the child sets it), as torch itself chooses
 for a process started on one core (``taskset -c N``): with the default pool of one thread per
-core all sharing the one core, BERT-base's eager and compiled calls read 1.7-1.9x slow.  A model
+core all sharing the one core, calls read far slower (the same file).  A model
 that does heavy CPU work inside a GPU run's call reads that work single-threaded.
 
 Not on the CPU device: there the model itself runs on the cores (intra-op threads), and one

@@ -106,10 +106,10 @@ DEFERRED = "counted in the first compiled process (counting imports the compiler
 
 def deferred(run: dict[str, Any], variant: str, device: str) -> bool:
     """Whether the eager process leaves its roofline to the runner: when the run has a compiled
-    variant, on any device.  ``FlopCounterMode`` imports ``torch._dynamo`` on its first use
-    (torch 2.13: 2-5 s of the eager process on the 2-core CPU host; on the H200 host 3.5 s of
-    eager's profiling, inside its timing slot, when nothing else may run: issue "time to
-    answer"), while the compiled variant's process, where dynamo is loaded anyway, counts the
+    variant, on any device.  ``FlopCounterMode`` imports ``torch._dynamo`` on its first use:
+    seconds of the eager process, inside its timing slot, when nothing else may run
+    (docs/measurements/2026-12-03-time-to-answer.md), while the compiled variant's process,
+    where dynamo is loaded anyway, counts the
     same eager model on the same inputs and measures the GPU's ceilings."""
     return (variant == "eager"
             and any(v != "eager" for v in run.get("variants") or []))

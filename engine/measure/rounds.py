@@ -37,9 +37,10 @@ def steady_rounds(
     calls; the order of the functions flips every round. Rounds still alternate, so drift of the
     clocks or of the host's load hits eager and compiled alike and sample i of round r is paired
     across functions. Why blocks and not one call each: switching between the eager and compiled
-    code paths leaves the host's caches and predictors cold, and on the H200 host alternating
-    every call slowed *both* functions by 20-65 % (MLP default 0.196 ms per call against 0.119
-    timed alone); a serving loop calls the same model over and over, which is what we time.
+    code paths leaves the host's caches and predictors cold, and alternating every call slowed
+    *both* functions (docs/measurements/2026-12-02-h200-acceptance.md;
+    acceptance/interleave_check.py measures it); a serving loop calls the same model over and over,
+    which is what we time.
     Stops once ``min_samples`` per-call samples and ``min_time_s`` are reached, or at
     ``max_time_s`` (after at least 3 rounds).  With ``k_budget_ms`` (``engine.measure.pipeline_k``)
     the pipelined K is capped from the first block's per-call times; the K of each pipelined

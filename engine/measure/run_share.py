@@ -2,9 +2,9 @@
 
 Each compiled variant's cold process used to trace the model with ``torch._dynamo.explain``
 for its graph-break report, and to profile eager for its kernels and device time per call,
-inside its timing slot, when nothing else may run (issue "time to answer": on the H200 the
-profiling part of a BERT-base run's slots took 5.4-6.4 s, 2.5-2.8 s in each compiled cold
-process).  Neither depends on the variant: ``explain`` takes the model and inputs only (no
+inside its timing slot, when nothing else may run: seconds of every cold process's slot for a
+model like BERT-base (docs/measurements/2026-12-04-time-to-answer.md).  Neither depends on the
+variant: ``explain`` takes the model and inputs only (no
 mode, no options), and eager is the same model on the same inputs in every process.  So the
 first process that needs one computes it and leaves it in the run's work folder
 (``COMPILELAB_RUN_DIR``, the runner's private temporary folder), and a later process reads it

@@ -23,9 +23,10 @@ def build(run: dict[str, Any], dims: dict[str, int], device: str) -> tuple[Any, 
     info = get_model(run["model"])
     torch.manual_seed(int(run.get("seed", 0)))
     factory = load_factory(info.factory)
-    # Parameters are created on the device itself: initialising BERT-base's 110 M parameters on
-    # the CPU and copying them over took several seconds of every process's setup on the H200
-    # host. Tensors a factory puts on the CPU explicitly stay there and are moved below.
+    # Parameters are created on the device itself: initialising a large model's parameters on
+    # the CPU and copying them over costs seconds of every process's setup
+    # (docs/measurements/2026-12-03-time-to-answer.md). Tensors a factory puts on the CPU
+    # explicitly stay there and are moved below.
     with torch.device(device):
         built = factory(**dims)
     if not (isinstance(built, tuple) and len(built) in (2, 3)

@@ -59,8 +59,8 @@ class LogCapture(logging.Handler):
     def install(self) -> None:
         """Turn the artifacts on and attach to their loggers, *without* importing dynamo or
         inductor: a user's fresh process imports inductor inside its first compiled call, and
-        so must ours, or the cold and warm first-call times read short (by the import, 1-3 s;
-        the warm first call read 19 % below a hand-written script's on the 2-core CPU).
+        so must ours, or the cold and warm first-call times read short by the import
+        (docs/measurements/2026-12-03-time-to-answer.md).
         Attach to the artifact loggers themselves: torch's own handlers on intermediate loggers
         stop propagation, so a handler on "torch" would see nothing.  Call ``attach_existing``
         after the first compiled call to catch any artifact logger this list does not name."""
@@ -91,8 +91,8 @@ def _recompile_reason(msg: str) -> str:
 
 def _dynamo_utils() -> Any | None:
     """``torch._dynamo.utils`` if dynamo is loaded, else None. A process that never imported
-    dynamo compiled nothing, and importing it only to read empty counters costs seconds (3 s on a
-    2-core CPU): an eager child never compiles."""
+    dynamo compiled nothing, and importing it only to read empty counters costs seconds: an
+    eager child never compiles."""
     if "torch._dynamo" not in sys.modules:
         return None
     try:

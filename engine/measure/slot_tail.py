@@ -5,17 +5,16 @@ a named phase of the process's clock (the timeline shows where a slot's time goe
   and eager's (eager's once per run, engine/measure/run_share.py).  A compiled variant's one profiler
   pass also gives its lost-time account (engine/measure/losttime.py), taken before the graph-break
   trace resets dynamo: two passes, each with the profiler's own start and trace processing,
-  had cost BERT-base's compiled slots on the H200 2.7-2.8 s of tail each;
+  had cost seconds of tail in every compiled slot (docs/measurements/2026-12-04-time-to-answer.md);
 * ``roofline``: FLOPs and bytes per call against the GPU's ceilings (engine/measure/roofline.py);
 * ``explain`` (compiled variants): the graph-break report from ``torch._dynamo.explain``,
   traced once per run (engine/measure/run_share.py), merged with this process's own dynamo counters.
-  (Tried in eager's process while it prepares: on the H200 BERT-base's trace took 6 s there,
-  beside the others' imports, and every reported compile waited for it.)  Where a run has
+  (Tried in eager's process while it prepares: beside the others' imports the trace took
+  longer still, and every reported compile waited for it.)  Where a run has
   further measuring processes and a host of 8 cores or more, one of them traces it before its
   own first call (``explain_ahead``; the runner picks it, engine/schedule.explains_ahead),
-  beside the other further processes' compiles, whose times nobody reports: BERT-base's trace
-  had taken 2.9 s of the cold default process's timing slot on the H200, when nothing else
-  may run.
+  beside the other further processes' compiles, whose times nobody reports, instead of in a
+  cold process's timing slot, when nothing else may run.
 
 Nothing here is a latency: the slot is the process's own, nothing else runs beside it.
 """

@@ -28,13 +28,11 @@ class Timer:
         """Start and end events and the stream they are recorded on, all looked up once, before
         any timed window. Why: whatever the host does between the call's return and the moment
         the end event is submitted lands inside the window when the device is already idle (the
-        launch-bound case). Two such costs were measured on an H100 host (torch 2.11,
-        ``acceptance/per_call_methods.py``): ``record()`` without a stream looks up the current
-        stream, which made an empty event window read 11-15 µs, and a fresh ``torch.cuda.Event``
-        is created on its first ``record()``, another 1.8-4.3 µs. With the stream given and the
+        launch-bound case). Two such costs (``acceptance/per_call_methods.py`` measures them):
+        ``record()`` without a stream looks up the current stream inside the window, and a fresh
+        ``torch.cuda.Event`` is created on its first ``record()``. With the stream given and the
         events reused, per-call medians agree with ``Timer.timeit(1)`` less the Timer's own cost
-        within ±5 % (H200, 12 functions, paired: -0.3 % to +5.0 %; they read 2-21 % above it
-        before)."""
+        (docs/measurements/2026-12-02-h200-acceptance.md)."""
         if self._events is None:
             stream = torch.cuda.current_stream()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
