@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from contract.results import ProcessResult
 from engine.analysis.stats import (
     ProcessRounds,
     VariancePrior,
@@ -54,38 +55,40 @@ def _median_or_none(values: Sequence[float] | None) -> float | None:
     return float(np.median(as_samples(values)))
 
 
-def _per_process_location(processes: list[dict[str, Any]], key: str) -> float | None:
+def _per_process_location(processes: list[ProcessResult], key: str) -> float | None:
     """Geometric mean over processes of each process's median of ``key`` (None if any lacks it)."""
-    medians = [_median_or_none(p.get(key)) for p in processes]
+    medians = [_median_or_none(getattr(p, key)) for p in processes]
     if not medians or any(m is None or m <= 0 for m in medians):
         return None
     return _geomean(medians)  # type: ignore[arg-type]
 
 
-def _processes(result: Result) -> list[dict[str, Any]]:
-    """A result's measuring processes with samples (a result from an older engine, without the
-    list, counts as one process over its pooled samples)."""
-    procs = result.get("processes") or [{
+def _processes(result: Result) -> list[ProcessResult]:
+    """A result's measuring processes with samples, typed (contract/results.py: what does not
+    fit is left out); a result from an older engine, without the list, counts as one process
+    over its pooled samples."""
+    raw = result.get("processes") or [{
         "samples_ms": result.get("samples_ms") or [],
         "eager_samples_ms": result.get("eager_samples_ms") or [],
         "pipelined_ms": result.get("pipelined_ms"),
         "eager_pipelined_ms": result.get("eager_pipelined_ms"), "block": 1}]
-    return [p for p in procs if p.get("samples_ms")]
+    procs = [ProcessResult.from_json(p) for p in raw]
+    return [p for p in procs if p.samples_ms]
 
 
-def process_rounds(processes: list[dict[str, Any]]) -> list[ProcessRounds]:
+def process_rounds(processes: list[ProcessResult]) -> list[ProcessRounds]:
     """The paired rounds of each measuring process of a VariantResult."""
-    return [ProcessRounds.from_samples(p["eager_samples_ms"], p["samples_ms"],
-                                       int(p.get("block") or 1)) for p in processes]
+    return [ProcessRounds.from_samples(p.eager_samples_ms, p.samples_ms, p.block)
+            for p in processes]
 
 
-def _eager_series(result: Result, key: str) -> list[list[float]]:
+def _eager_series(result: Result, key: str) -> list[tuple[float, ...]]:
     """Eager's series ``key`` ("samples_ms" or "pipelined_ms") of each of a result's processes:
     the eager variant's own, and the paired eager of a compiled variant's."""
     if result.get("status") != "ok":
         return []
     name = key if result.get("variant") == "eager" else f"eager_{key}"
-    return [list(p[name]) for p in _processes(result) if p.get(name)]
+    return [getattr(p, name) for p in _processes(result) if getattr(p, name)]
 
 
 def run_eager(results: Mapping[str, Result], key: str = "samples_ms") -> float | None:
@@ -134,13 +137,12 @@ def shared_prior(results: Mapping[str, Result], variant: str,
     return pooled_prior(own, f"{n} other variant{'s' * (n != 1)} of this run")
 
 
-def _pipelined(stats: dict[str, Any], procs: list[dict[str, Any]], eager_pipe: float | None,
+def _pipelined(stats: dict[str, Any], procs: list[ProcessResult], eager_pipe: float | None,
                ci: float) -> None:
     """The throughput figures: pipelined calls of the same paired rounds, the same method."""
     try:
-        pe = paired_speedup([ProcessRounds.from_samples(p["eager_pipelined_ms"],
-                                                        p["pipelined_ms"], 1) for p in procs],
-                            ci=ci)
+        pe = paired_speedup([ProcessRounds.from_samples(p.eager_pipelined_ms, p.pipelined_ms, 1)
+                             for p in procs], ci=ci)
     except (ValueError, TypeError, KeyError):
         return  # no pipelined rounds (older results, a failed pass)
     stats.update(pipelined_speedup=pe.speedup, pipelined_ci_low=pe.low,

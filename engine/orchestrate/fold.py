@@ -12,6 +12,7 @@ import copy
 import statistics
 from typing import Any
 
+from contract.results import SERIES, ProcessResult
 from engine.analysis import stats, variant_stats
 from engine.measure import forensics
 
@@ -19,49 +20,44 @@ from engine.measure import forensics
 def merge_process(base: dict[str, Any], child: dict[str, Any]) -> None:
     """Fold a further measuring process's result into its variant's result (the cold process's,
     which carries the warm-up curve, compile, memory, profiler and graph-break figures)."""
-    proc = dict(child["processes"][0])
-    proc.update(first_call_s=child.get("first_call_warm_s"), phases=child.get("phases"),
-                compile_load=child.get("compile_load"),
-                started_at=child.get("process_started_at"),
-                spawned_at=child.get("process_spawned_at"), ended_at=child.get("process_ended_at"))
-    base["processes"].append(proc)
-    for key in ("samples_ms", "pipelined_ms", "eager_samples_ms", "eager_pipelined_ms"):
-        base[key] = list(base.get(key) or []) + list(proc[key])
-    if proc.get("pipeline_k") is not None:  # the pipelined K each process used (engine/pipeline_k)
-        base["pipeline_k"] = list(base.get("pipeline_k") or []) + [proc["pipeline_k"]]
-    loads = [p.get("host_other_busy_cores") for p in base["processes"]]
-    loads = [x for x in loads if x is not None]
+    base["processes"].append(
+        ProcessResult.from_child(child, child.get("first_call_warm_s")).to_json())
+    procs = [ProcessResult.from_json(p) for p in base["processes"]]
+    for key in SERIES:  # the pooled series, process after process
+        base[key] = [x for p in procs for x in getattr(p, key)]
+    base["pipeline_k"] = [p.pipeline_k for p in procs if p.pipeline_k is not None] or None
+    loads = [p.host_other_busy_cores for p in procs if p.host_other_busy_cores is not None]
     base["host_other_busy_cores"] = max(loads) if loads else None
-    base["host_probe"] = host_probe_median(base["processes"])
+    base["host_probe"] = host_probe_median(procs)
     # The first warm-cache process's first call: a fresh process on the filled cache with
     # inductor's defaults, as a user's restart (later ones run without the compile-worker pool).
-    base["first_call_warm_s"] = base["processes"][1].get("first_call_s")
+    base["first_call_warm_s"] = procs[1].first_call_s
     base["compile_load"] = {"cold": base["processes"][0].get("compile_load"),
                             "warm": base["processes"][1].get("compile_load")}
     base.setdefault("compile_phases_warm_s", child.get("compile_phases_warm_s"))
     forensics.merge_cache(base, child)
 
 
-def host_probe_median(processes: list[dict[str, Any]]) -> dict[str, float] | None:
+def host_probe_median(processes: list[ProcessResult]) -> dict[str, float] | None:
     """Each host-probe figure (engine/measure/host_probe.py) as the median over ``processes``."""
-    probes = [p["host_probe"] for p in processes if isinstance(p.get("host_probe"), dict)]
+    probes = [p.host_probe for p in processes if p.host_probe]
     keys = sorted({k for p in probes for k in p})
-    out = {k: statistics.median(v) for k in keys
-           if (v := [float(p[k]) for p in probes if isinstance(p.get(k), (int, float))])}
+    out = {k: statistics.median(v) for k in keys if (v := [p[k] for p in probes if k in p])}
     return out or None
 
 
 def first_process(result: dict[str, Any]) -> None:
     """The cold process's own entry in ``processes``: when it ran and its phases."""
     load = result.get("compile_load")
-    if load is not None:  # the cold compile's host (engine/measure/compile_load.py); "warm" joins later
+    if load is not None:  # the cold compile's host (engine/measure/compile_load.py)
         result["compile_load"] = {"cold": load}
-    for proc in result.get("processes") or []:
-        proc.update(first_call_s=result.get("first_call_cold_s"), phases=result.pop("phases", None),
-                    compile_load=load,
-                    started_at=result.pop("process_started_at", None),
-                    spawned_at=result.pop("process_spawned_at", None),
-                    ended_at=result.pop("process_ended_at", None))
+    if not result.get("processes"):
+        return  # a process that failed before timing keeps its phases where they are
+    child = {**result, "compile_load": load}
+    result["processes"] = [ProcessResult.from_child(
+        child, result.get("first_call_cold_s")).to_json()]
+    for key in ("phases", "process_started_at", "process_spawned_at", "process_ended_at"):
+        result.pop(key, None)
 
 
 def time_breakdown(processes: list[dict[str, Any]]) -> dict[str, float]:

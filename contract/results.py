@@ -1,0 +1,203 @@
+"""Typed results: one measuring process, one variant, one run, each with one JSON form.
+
+Shaped as pyperf's ``Run``/``Benchmark`` (DESIGN §6): a frozen, validated record per measuring
+process (``ProcessResult``), a variant as its processes plus its one-off figures
+(``VariantResult``), a run as its variants (``RunResult``).  ``from_json`` is where anything read
+from outside (a child's output file, a database row, a bundle) becomes one of these: a value that
+does not fit its figure's kind (``contract.schema.fits``) is dropped, never passed on, so every
+consumer reads numbers it can use.  ``to_json`` gives back the dict form storage and bundles keep.
+
+A variant's figures are not listed here one by one: ``contract.schema.FIGURES`` names them (with
+kind, storage column and table label), so a new figure is one line there, the code that measures
+it and, where it is shown, the line that shows it.  A per-process figure is one field here.
+Pure Python: no torch, numpy or SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any
+
+from contract.schema import FIGURES, STATS_KEYS, fits
+
+SERIES = ("samples_ms", "eager_samples_ms", "pipelined_ms", "eager_pipelined_ms")
+CHILDREN = ("graph_breaks", "recompiles", "sweep")
+_RESULT_KINDS = {f.name: f.kind for f in FIGURES if f.where == "result"}
+_STATS_KINDS = {f.name: f.kind for f in FIGURES if f.where == "stats"}
+MAX_SERIES = 1_000_000
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _series(value: Any) -> tuple[float, ...]:
+    """Positive finite times, or nothing: a series with anything else is not a measurement."""
+    if not isinstance(value, (list, tuple)) or len(value) > MAX_SERIES:
+        return ()
+    out = tuple(_number(x) for x in value)
+    return out if all(x is not None and x > 0 for x in out) else ()  # type: ignore[return-value]
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return MappingProxyType(dict(value)) if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What one measuring process timed, and where and when it ran."""
+
+    phase: str = "cold"
+    block: int = 1
+    samples_ms: tuple[float, ...] = ()
+    eager_samples_ms: tuple[float, ...] = ()
+    pipelined_ms: tuple[float, ...] = ()
+    eager_pipelined_ms: tuple[float, ...] = ()
+    pipeline_k: int | None = None
+    pid: int | None = None
+    host_other_busy_cores: float | None = None
+    host_probe: Mapping[str, float] | None = None
+    timing_cpus: tuple[int, ...] = ()
+    threads: int | None = None
+    first_call_s: float | None = None
+    phases: tuple[Mapping[str, Any], ...] = ()
+    compile_load: Mapping[str, Any] | None = None
+    started_at: float | None = None
+    spawned_at: float | None = None
+    ended_at: float | None = None
+
+    @classmethod
+    def from_json(cls, raw: Any) -> ProcessResult:
+        """One process as written by the child or stored; what does not fit is left out."""
+        if not isinstance(raw, Mapping):
+            return cls()
+        probe = raw.get("host_probe")
+        return cls(
+            phase=str(raw.get("phase") or "cold")[:32],
+            block=int(b) if isinstance(b := raw.get("block"), int) and not isinstance(
+                b, bool) and 0 < b <= 100_000 else 1,
+            **{k: _series(raw.get(k)) for k in SERIES},
+            pipeline_k=_int(raw.get("pipeline_k")),
+            pid=_int(raw.get("pid")),
+            host_other_busy_cores=_number(raw.get("host_other_busy_cores")),
+            host_probe=MappingProxyType({k: v for k, v in probe.items() if isinstance(k, str)
+                                         and _number(v) is not None and v > 0})
+            if isinstance(probe, dict) else None,
+            timing_cpus=tuple(c for c in raw.get("timing_cpus") or () if _int(c) is not None)
+            if isinstance(raw.get("timing_cpus"), list) else (),
+            threads=_int(raw.get("threads")),
+            first_call_s=_number(raw.get("first_call_s")),
+            phases=tuple(MappingProxyType(dict(p)) for p in raw.get("phases") or ()
+                         if isinstance(p, dict)) if isinstance(raw.get("phases"), list) else (),
+            compile_load=_mapping(raw.get("compile_load")),
+            **{k: _number(raw.get(k)) for k in ("started_at", "spawned_at", "ended_at")})
+
+    @classmethod
+    def from_child(cls, child: Mapping[str, Any], first_call_s: Any) -> ProcessResult:
+        """A measuring child's output: its one entry of ``processes`` and its own timeline."""
+        base = dict((child.get("processes") or [{}])[0])
+        base.update(first_call_s=first_call_s, phases=child.get("phases"),
+                    compile_load=child.get("compile_load"),
+                    started_at=child.get("process_started_at"),
+                    spawned_at=child.get("process_spawned_at"),
+                    ended_at=child.get("process_ended_at"))
+        return cls.from_json(base)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, tuple):
+                value = [dict(v) if isinstance(v, Mapping) else v for v in value]
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[f.name] = value
+        return out
+
+    @property
+    def paired(self) -> bool:
+        """Whether its per-call series are paired rounds (same length, whole blocks)."""
+        n = len(self.samples_ms)
+        return n > 0 and n == len(self.eager_samples_ms) and n % self.block == 0
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """One variant of a run: its processes, its figures (the contract's, by kind) and stats."""
+
+    variant: str
+    status: str
+    processes: tuple[ProcessResult, ...] = ()
+    figures: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    stats: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    children: Mapping[str, tuple[Any, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
+
+    @classmethod
+    def from_json(cls, raw: Any) -> VariantResult:
+        """A VariantResult dict (the child's, the runner's, a row's, a bundle's); figures that
+        do not fit their kind are dropped (they read as missing everywhere)."""
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"a variant result must be an object, got {type(raw).__name__}")
+        stats = raw.get("stats") if isinstance(raw.get("stats"), Mapping) else {}
+        return cls(
+            variant=str(raw.get("variant") or "?")[:64],
+            status=str(raw.get("status") or "failed")[:32],
+            processes=tuple(ProcessResult.from_json(p) for p in raw.get("processes") or ()
+                            if isinstance(p, Mapping)),
+            figures=MappingProxyType({k: v for k, v in raw.items()
+                                      if k in _RESULT_KINDS and k != "processes"
+                                      and fits(_RESULT_KINDS[k], v)}),
+            stats=MappingProxyType({k: stats.get(k) for k in STATS_KEYS
+                                    if fits(_STATS_KINDS[k], stats.get(k))}),
+            children=MappingProxyType({k: tuple(raw[k]) for k in CHILDREN
+                                       if isinstance(raw.get(k), list)}))
+
+    def figure(self, name: str) -> Any:
+        """A figure by its contract name, from the result or its stats (None when absent)."""
+        return self.figures.get(name, self.stats.get(name))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"variant": self.variant, "status": self.status,
+                               **{k: v for k, v in self.figures.items()}}
+        if self.processes:
+            out["processes"] = [p.to_json() for p in self.processes]
+        out.update({k: list(v) for k, v in self.children.items()})
+        out["stats"] = {k: self.stats.get(k) for k in STATS_KEYS}
+        return out
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run: what was asked (its spec), where it ran (environment) and its variants."""
+
+    run_id: int | None
+    spec: Mapping[str, Any]
+    environment: Mapping[str, Any]
+    variants: tuple[VariantResult, ...]
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> RunResult:
+        rid = raw.get("run_id")
+        return cls(run_id=rid if isinstance(rid, int) and not isinstance(rid, bool) else None,
+                   spec=MappingProxyType(dict(raw.get("spec") or {})),
+                   environment=MappingProxyType(dict(raw.get("environment") or {})),
+                   variants=tuple(VariantResult.from_json(v) for v in raw.get("variants") or ()))
+
+    def variant(self, name: str) -> VariantResult | None:
+        return next((v for v in self.variants if v.variant == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "spec": dict(self.spec),
+                "environment": dict(self.environment),
+                "variants": [v.to_json() for v in self.variants]}
