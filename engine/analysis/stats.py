@@ -14,10 +14,10 @@ Method
 * **Unit of replication: the process.**  Each compiled variant is measured in several fresh
   processes (``processes`` in the spec, default 3), started one after another and interleaved in
   time with the other variants' processes.  Inside each process eager and compiled are timed in
-  alternating *rounds*; a round holds a block of consecutive per-call samples of each.  On the
-  H200 the speedup moved by up to 50 % **between** processes (a launch-bound eager follows the
-  host CPU, which drifts over minutes) while rounds inside one process agreed within 2 %: an
-  interval built from rounds alone is far too narrow.
+  alternating *rounds*; a round holds a block of consecutive per-call samples of each.  A
+  launch-bound eager follows the host CPU, whose speed moves over seconds and minutes, so the
+  speedup moves **between** processes far more than between the rounds of one process: an
+  interval built from rounds alone is far too narrow (docs/measurements/).
 * **Per-process estimate**: ``r_p = log(median(eager_p) / median(compiled_p))`` over that
   process's paired rounds.  **Point estimate**: ``exp(mean_p r_p)``, the geometric mean of the
   per-process speedups.  How the run's figures are built from it (one eager for every variant,
@@ -422,7 +422,8 @@ def speedup_ci(
     """Speedup of compiled over eager from ONE process's paired samples (percentile bootstrap).
 
     The estimator Compile Lab used before it measured several processes; it sees only noise
-    inside one process, so on the H200 its intervals excluded each other from run to run.  Kept
+    inside one process, so its intervals excluded each other from run to run
+    (docs/measurements/2026-12-03-repeatability-h200.md).  Kept
     for comparison (tests/test_stats_calibration.py shows it failing the calibration) and for
     the quick checks that ask for one process; run figures come from
     :func:`hierarchical_speedup`.

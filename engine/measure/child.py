@@ -136,8 +136,9 @@ def _gate(clock: PhaseClock, name: str, progress: Progress, fraction: float,
     if name == "time" and core is not None:
         placement.pin(core)
         # One intra-op thread on the one core, as torch chooses for a process started there
-        # (taskset): sixteen OpenMP threads left on one core took turns with the launching
-        # thread and read BERT-base's eager and default calls 1.7-1.9x slow on an H100 host.
+        # (taskset): a pool of one thread per core, all on this one core, takes turns with the
+        # launching thread and reads launch-bound calls far slow
+        # (docs/measurements/2026-12-06-eager-drift.md).
         torch.set_num_threads(1)
 
 
