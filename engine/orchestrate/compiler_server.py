@@ -6,19 +6,20 @@ because its forks' first calls are the cold and warm compiles the product report
 from index 2 on of a compiled variant (``schedule.Job.reported`` is false) are further measuring
 processes: their first call is a warm-cache compile that the product does not report, so their
 process may also hold what that call imports (the rest of inductor's compile path, Triton,
-CUDA-graph trees: ``engine.orchestrate.preload_compiler``).  On the H200 host the seed-MLP run forked 16 processes that all
-imported the compiler at once: 6-7 s each under that contention, 88 CPU-seconds, and every
-reported compile had to wait for them (a compile beside them reads slow).
+CUDA-graph trees: ``engine.orchestrate.preload_compiler``).  On a large host a run forks many
+further processes that would otherwise all import the compiler at once, each slowed by the
+others' imports, and every reported compile would wait for them (a compile beside them reads
+slow): docs/measurements/2026-12-04-time-to-answer.md.
 
 The server is ``multiprocessing``'s fork server, a second instance (the first, plain one is
 ``engine.orchestrate.forked``'s): a ``Process`` subclass whose ``Popen`` connects to this instance
 instead of the module's default one.  It is used only where processes run side by side
-(``concurrency`` > 1) and the model needs no library (``start`` says why): one at a time, its start-up (torch and compiler, 4.7 s alone on the
-2-core host) would cost more than the imports it saves.  It is used once ready (``usable``,
-which never waits); until then, or if its imports left CUDA initialised (then it never says
-ready), further processes fork from the plain server as before.  While it imports
-(``pending``) the runner counts it as a preparing process: no reported compile and no timing
-window beside it (engine/schedule.decide); one not ready within ``GRACE_S`` is ended.
+(``concurrency`` > 1) and the model needs no library (``start`` says why): one at a time, its
+start-up (torch and the compiler) would cost more than the imports it saves.  It is used once ready
+(``usable``, which never waits); until then, or if its imports left CUDA initialised (then it never
+says ready), further processes fork from the plain server as before.  While it imports (``pending``)
+the runner counts it as a preparing process: no reported compile and no timing window beside it
+(engine/schedule.decide); one not ready within ``GRACE_S`` is ended.
 """
 
 from __future__ import annotations
@@ -51,13 +52,12 @@ def start(libraries: bool = True) -> None:
     """Start the server now without waiting for its imports (a later fork waits for them).
 
     Not for a run whose model may need a library (``libraries``, ``preloads.wants_libraries``):
-    the server would import it too and get ready too late to pay.  On the H200 host, for
-    BERT-base, it took 12.5 s alone (torch, transformers, the compiler; the plain server:
-    about 5 s), and its forks still imported the model's modules (3.6 s) and built it; in a
-    run it missed its grace, so the further processes forked from the plain server 7.7 s late
-    and every reported compile waited for them (preparing ended at 23.6 s, against 16.1 s for
-    the processes started at once).  For the seed MLP it was ready 7.5 s into the run, before
-    the first batch had imported the compiler (8.4-10.1 s), and its forks skipped that import."""
+    the server would import it too and get ready too late to pay: for BERT-base it took more
+    than twice the plain server's start, its forks still imported the model's modules and built
+    it, and in a run it missed its grace, so the further processes forked late and every
+    reported compile waited for them.  For the seed MLP it is ready before the first batch has
+    imported the compiler, and its forks skip that import
+    (docs/measurements/2026-12-04-time-to-answer.md)."""
     global _SERVER, _READY, _STARTED_AT
     if _SERVER is not None or libraries or not enabled() or not wanted():
         return
@@ -114,8 +114,9 @@ def process(**kwargs: Any) -> Any:
 
 
 GRACE_S = 15.0
-"""How long after its start a further process may be held back for this server to get ready
-(the H200 host: torch and the compiler, about 7 s alone, beside the plain server's start)."""
+"""How long after its start a further process may be held back for this server to get ready:
+about twice what its imports (torch and the compiler) take alone beside the plain server's start
+on a GPU host (docs/measurements/2026-12-04-time-to-answer.md)."""
 _STARTED_AT = 0.0
 
 

@@ -1,9 +1,9 @@
 """The CLI's device check (``normalise(check_device=True)``) without importing torch in the CLI.
 
 The check asks torch whether the backend is registered and whether the device can run the dtype.
-Done in the CLI process itself it imported torch (~4 s on the 2-core CPU host) and, for the
-backend, ``torch._dynamo`` (~3 s more), one after the other, before the run's first measuring
-process could start (issue "time to answer": 8 s of a 12 s eager-only run there).  Two changes:
+Done in the CLI process itself it imported torch and, for the backend, ``torch._dynamo``, one
+after the other, before the run's first measuring process could start: most of a short run's
+wall time on a small host (docs/measurements/2026-12-03-time-to-answer.md).  Two changes:
 
 * The backends torch registers itself (``TORCH_BACKENDS``) need no lookup: they are there in
   every torch this project supports (tests/test_device_check.py asks this torch's own list).
@@ -14,7 +14,8 @@ process could start (issue "time to answer": 8 s of a 12 s eager-only run there)
   imports dynamo (for a backend torch does not register itself), and it exits.  Anywhere else (scripts, no fork server,
   a fork that does not answer) the checks run here as before.  The fork's code is
   ``engine.measure.device_probe``, which imports only torch (importing this module, and through it
-  ``engine.spec``, ``storage`` and SQLAlchemy, was most of the fork's 1.4-2.3 s on the H200).
+  ``engine.spec``, ``storage`` and SQLAlchemy, was most of the fork's time:
+  docs/measurements/2026-12-04-time-to-answer.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Measuring children forked from a preloaded process server instead of started cold.
 
-Every measuring child used to be a fresh ``python -m engine.measure.child``: about 3.5 s of each
-process on the H200 host went to importing torch before anything was measured, eleven times in a
-BERT run.  ``multiprocessing``'s fork server imports ``engine.measure.child`` (and so torch) once; each
+Every measuring child used to be a fresh ``python -m engine.measure.child``: seconds of each
+process went to importing torch before anything was measured, once per process, eleven times in
+a BERT run (docs/measurements/2026-12-03-time-to-answer.md).  ``multiprocessing``'s fork server
+imports ``engine.measure.child`` (and so torch) once; each
 child is then a fork of that process.  What the fork gets is what a user's script holds just
 before its first compiled call, and nothing of the compiler: torch and the model libraries,
 with **CUDA not initialised** (the server never touches the device, so each child creates its
@@ -10,12 +11,12 @@ own context) and **no compiler module** (``preloaded_ok`` checks both).  The rep
 import dynamo and inductor themselves (``torch.compile(model)``, then the first compiled call,
 the cold compile the product reports), as a user's fresh process does.  (An opt-in preload of
 what ``torch.compile(model)`` imports was tried and removed: the server every process forks
-from became ready 4-5 s later on the H200 host, the runs took as long, and a preloaded
-process may hold torch but not the compiler.)
+from became ready seconds later, the runs took as long, and a preloaded process may hold torch
+but not the compiler: docs/measurements/2026-12-04-time-to-answer.md.)
 
 ``engine.orchestrate.preload_libs`` also imports model libraries that are installed and that do not import
-the compiler (transformers: about 5-8 s of every BERT process's setup on the H200 host, where
-``import transformers`` leaves ``torch._dynamo`` unloaded, as checked there on 2026-12-03), but
+the compiler (transformers: seconds of every BERT process's setup; ``import transformers``
+leaves ``torch._dynamo`` unloaded, which ``forked.preloaded_ok`` checks), but
 only for a run whose model may need one (``wants_libraries``): for the seed MLP that import
 would only delay the server, and so the run's first child.
 
@@ -66,12 +67,12 @@ def context(libraries: bool = True) -> Any:
 def start_early(libraries: bool = True) -> None:
     """Start the preloaded server now, without waiting for it: it imports torch while the
     caller validates the spec and opens the database, so a run's first child forks at once
-    instead of waiting ~4 s for the server (issue "time to answer": measured 4.4 s + 4.3 s one
-    after the other on the 2-core CPU host).  The spec's device check then runs in a fork of
-    this server (engine/orchestrate/device_check.py), so the caller never imports torch itself.  Nothing is
-    measured yet, so the two imports may share the cores; the server is the same one
-    ``usable`` would start later (same preloads, started from the same process), so the
-    children are too.  Any problem here is left to ``usable``, which reports it.
+    instead of waiting seconds for the server (the two imports one after the other:
+    docs/measurements/2026-12-03-time-to-answer.md).  The spec's device check then runs in a fork of
+    this server (engine/orchestrate/device_check.py), so the caller never imports torch itself.
+    Nothing is measured yet, so the two imports may share the cores; the server is the same one
+    ``usable`` would start later (same preloads, started from the same process), so the children are
+    too.  Any problem here is left to ``usable``, which reports it.
     ``libraries``: preload the model libraries (``wants_libraries`` of the run's model)."""
     global STARTED_EARLY
     if not enabled():
@@ -90,8 +91,8 @@ def start_early(libraries: bool = True) -> None:
 
 def start_for_argv(argv: list[str]) -> None:
     """``python -m engine run ...`` (not ``--queue``): ``start_early`` before the CLI imports
-    anything heavy (storage, through the spec module: sqlalchemy and alembic, 0.7-2.9 s on the
-    2-core host, which then overlap the server's torch import).  The arguments are only
+    anything heavy (storage, through the spec module: sqlalchemy and alembic, which then overlap
+    the server's torch import).  The arguments are only
     glanced at here (the CLI parses them properly later): a misread one at worst starts a server
     that is not used, or preloads the model libraries, which is the default anyway."""
     if not argv or argv[0] != "run" or any(a.startswith("--q") for a in argv):
@@ -105,7 +106,7 @@ def stop_unused_servers() -> None:
     """End this process's process servers now if no measuring child was forked from them (the
     CLI calls it as it exits).  A server still importing when the command ends (a refused
     argument) would otherwise hold the command's stdout and stderr open until its imports are
-    done (4-6 s on the 2-core host), keeping a caller that reads them to the end waiting.  A
+    done (seconds), keeping a caller that reads them to the end waiting.  A
     server that measuring children came from is left to end by itself, as it does once the
     command's pipes close (killed, it left multiprocessing's resource tracker warning about
     leaked semaphores of the children's)."""

@@ -11,9 +11,10 @@ import sys
 
 def _exit_now() -> None:
     """The server's exit skips the interpreter's teardown (torch's atexit hooks and module
-    finalisers, about 1.2 s on the 2-core CPU host), which a caller that reads the engine's
-    output to its end waited for: the server holds the runner's stdout and stderr.  Registered
-    last, so it runs first; forks of the server never run it (they end with ``os._exit``)."""
+    finalisers, about a second: docs/measurements/2026-12-03-time-to-answer.md), which a
+    caller that reads the engine's output to its end waited for: the server holds the runner's
+    stdout and stderr.  Registered last, so it runs first; forks of the server never run it
+    (they end with ``os._exit``)."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

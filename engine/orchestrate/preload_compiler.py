@@ -4,7 +4,7 @@ compiler's modules that ``torch.compile`` and a first compiled call would otherw
 
 A fork of a process that asked the CUDA runtime for its device count cannot use CUDA ("Cannot
 re-initialize CUDA in forked subprocess": torch marks such forks bad), and importing inductor
-asks ``torch.cuda.is_available()`` (on the H200 host every fork failed so).  So the server asks
+asks ``torch.cuda.is_available()`` (on a GPU host every fork then fails).  So the server asks
 NVML instead (``PYTORCH_NVML_BASED_CUDA_CHECK``, read at each call; its forks get the runner's
 environment back), and before saying it is ready it forks once to check that the fork is
 clean: if not, it says "failed" and the runner keeps forking from the plain server.

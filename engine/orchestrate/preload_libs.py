@@ -4,8 +4,8 @@ every BERT process would otherwise import again, each only when installed and on
 it leaves the compiler unloaded (a preloaded compiler would hide its import from the cold
 compile time; ``forked.preloaded_ok`` would then fail loudly, so we check first and skip
 instead).  A run of a built-in model that needs none of them (the seed MLP) leaves them out:
-``import transformers`` is 2-3 s of the server's start on the 2-core CPU host and 5-8 s on the
-H200 host, on the path to the run's first measuring process."""
+``import transformers`` is seconds of the server's start, on the path to the run's first
+measuring process (docs/measurements/2026-12-03-time-to-answer.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import sys
 
-CANDIDATES = ("transformers",)  # torchvision imports torch._dynamo (H200, torch 2.11)
+CANDIDATES = ("transformers",)  # not torchvision: it imports torch._dynamo (torch 2.11)
 LOADED: list[str] = []
 
 

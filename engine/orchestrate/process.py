@@ -110,10 +110,10 @@ class ChildProcess:
             # No compile-worker pool in the processes after the first warm-cache one: with a
             # warm cache there is nothing to compile in parallel, and the pool's start-up (a
             # process per core, each importing torch) had to finish before timing could begin:
-            # 9-10 s of every such process on the H200 host, measuring nothing. The cold process
-            # and the first warm-cache one keep the default pool: their first calls are what a
-            # user's fresh process pays (without the pool the warm first call read 24 % below
-            # the naive harness's on the 2-core CPU).
+            # seconds of every such process, measuring nothing. The cold process and the first
+            # warm-cache one keep the default pool: their first calls are what a user's fresh
+            # process pays, and without the pool the warm first call read short
+            # (docs/measurements/2026-12-03-time-to-answer.md).
             env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         self.timeout = float(spec.get("timeout_s", 1800))
         stdout_path = workdir / f"{tag}.stdout"

@@ -18,13 +18,12 @@ measurements as clean as one-at-a-time and the waits short:
 4. **Reported compiles overlap up to ``compile_slots``** (their first-call times are the cold
    and warm compile times the product reports, checked against compiles run alone, issue
    "time to answer"), **never beside a preparing process**, and no process starts beside
-   them (on the H200 a reduce-overhead cold compile beside fifteen processes importing the
-   compiler read 2.95 s, 55 % above the same compile alone, 1.92 s).  The first warm-cache
-   compiles (index 1) are reported too and take the same slots, once no cold compile waits.
-   They once ran together beyond the slots, but two of BERT-base's side by side read 12 % and
-   37 % above the same compiles alone (H200, 2026-12-05, ``acceptance/warm_together_probe.py``,
-   two rounds: 4.40 and 4.63 s against 3.93 and 3.39 s); the seed MLP's 0.9-1.0 s had read the
-   same either way.  A warm-cache compile waits until its variant's cold compile has filled the
+   them (a cold compile beside processes importing the compiler reads half as long again as
+   alone: docs/measurements/2026-12-04-time-to-answer.md).  The first warm-cache compiles
+   (index 1) are reported too and take the same slots, once no cold compile waits.  They once
+   ran together beyond the slots, but side by side they read well above the same compiles alone
+   (``acceptance/warm_together_probe.py``; docs/measurements/2026-12-05-time-to-answer-h200.md).
+   A warm-cache compile waits until its variant's cold compile has filled the
    cache.  A max-autotune cold compile times kernels on the GPU, so it runs only when no other
    job is preparing, compiling or settling, and nothing starts or compiles beside it (its
    warm-cache processes find the timings in the cache).
@@ -83,8 +82,8 @@ class Job:
     def autotunes(self) -> bool:
         """Does its compile time kernels on the GPU?  Only a max-autotune variant's cold
         compile: a warm-cache process finds the kernel choices (and the chosen kernels) in the
-        cache its cold compile filled, and compiles like any other (on the H200 its first call
-        took 1.1 s, the same as default's)."""
+        cache its cold compile filled, and compiles like any other (its first call reads like
+        default's: docs/measurements/2026-12-04-time-to-answer.md)."""
         return "max-autotune" in self.variant and self.index == 0
 
 
@@ -106,18 +105,13 @@ a compiled variant's four (cold, first warm-cache, two further ones) in one batc
 def auto_concurrency(cpus: int | None = None) -> tuple[int, int]:
     """(processes alive at once, reported compiles at once) for a host with ``cpus`` cores.  On
     one core everything runs one at a time.  On 2-7 cores ``SMALL_HOST_ALIVE``: the processes
-    prepare side by side (their compiler imports, 2.5 s each alone on the 2-core host, share
-    the cores), but the rules keep a reported compile and a timing window alone, so sharing
-    costs no figure; a run of the seed MLP (eager, default), interleaved A/B, took 17.6-20.7 s
-    against 24.2-28.9 s one at a time, with cold and warm first calls within 6 % of the naive
-    harness's (median of three).  From 8 cores
-    on, one process per core (at most ``MAX_ALIVE``): a typical run
-    starts all its processes in one batch, so their imports (6-10 s each on the H200 host)
-    overlap once instead of once per batch (the H200 seed-MLP run spent four batches of 4 and
-    78 s).  One reported compile at a time everywhere: two at once (each starting its own pool
-    of compile workers) read slow on the H200 (default and reduce-overhead cold compiles
-    3.2 s each side by side against 2.0-2.1 s for the harness's alone; reduce-overhead over
-    two runs +26 %), and those first calls are what the product reports."""
+    prepare side by side (their compiler imports share the cores), but the rules keep a
+    reported compile and a timing window alone, so sharing costs no figure and the run is
+    shorter than one at a time.  From 8 cores on, one process per core (at most
+    ``MAX_ALIVE``): a typical run starts all its processes in one batch, so their imports
+    overlap once instead of once per batch.  One reported compile at a time everywhere: two at
+    once (each starting its own pool of compile workers) read slow, and those first calls are
+    what the product reports.  The figures: docs/measurements/2026-12-04-time-to-answer.md."""
     cpus = cpus or host_cpus()
     if cpus < 2:
         return 1, 1
@@ -136,13 +130,12 @@ def explains_ahead(job: Job, plan: list[Job], cpus: int | None = None) -> bool:
     The plan's first further process (from index 2, not speculative: its first call is a
     compile nobody reports, and it is not dropped unasked), on a host of
     ``EXPLAIN_AHEAD_MIN_CPUS`` cores or more, where the trace runs on a core of its own beside
-    the other further processes' compiles (on the H200 host BERT-base's trace had taken 2.9 s
-    of a timing slot; ahead it took 3.9 s and made the further compiles' phase 2.5 s longer,
-    a net 0.4 s; the seed MLP's 0.3 s fit inside that phase).  The runner asks only where
-    processes run side by side; a training step's trace stays in the tail (the child traces
-    ahead for inference only: a trace runs the model, which would move a training run's state).  Not on smaller hosts: on the 2-core CPU host the seed MLP's trace took
-    1.8 s in a fresh fork (imports that the cold process has made by its slot, where it takes
-    0.1 s), and the further compiles beside it ended 1.4 s later."""
+    the other further processes' compiles: it costs that phase less than it cost a timing
+    slot.  The runner asks only where processes run side by side; a training step's trace stays
+    in the tail (the child traces ahead for inference only: a trace runs the model, which would
+    move a training run's state).  Not on smaller hosts: there a fresh fork first pays imports
+    that the cold process has made by its slot, and the further compiles beside it end later.
+    The figures: docs/measurements/2026-12-04-time-to-answer.md."""
     if (job.reported or not job.compiles or job.speculative
             or (cpus or host_cpus()) < EXPLAIN_AHEAD_MIN_CPUS):
         return False
