@@ -1,10 +1,10 @@
-"""Refresh the README's screenshots from data/h200_bundle.json (the only writer of this folder).
+"""Refresh the screenshots of docs/screenshots/README.md from data/h200_bundle.json.
 
     .venv/bin/python docs/screenshots/capture.py [--chromium /usr/bin/chromium] [--out DIR]
 
 Walks the same pages as tests/test_dashboard_walk.py (acceptance/dashboard_walk.py: a fresh SQLite
 file with the bundle imported, a headless dashboard, Chromium), and saves full-page PNGs of the
-pages the README shows at 1440 px and at 1024 px, plus the HTML report at A4 width. It prints
+pages listed below at 1440 px and at 1024 px, plus the HTML report at A4 width. It prints
 what the walk's checks found on each page. Tests never write here: they save to the ignored
 ``artifacts/screenshots/``.
 """
@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from acceptance import dashboard_walk as walk  # noqa: E402
 
-# (file name stem, page name in walk.PAGES): the README's images
+# (file name stem, page name in walk.PAGES); the README's tour_*.png are taken apart
 README = [("compare_h200_mlp", "compare_mlp"), ("compare_h200_mlp_pointwise",
                                                  "compare_mlp_pointwise"),
           ("sweep_h200_varying_seq", "sweep_varying_seq"), ("runs_h200", "runs"),

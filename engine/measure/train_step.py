@@ -23,7 +23,7 @@ compiled with the run's backend and its default mode.
 Dropout is switched off (every dropout module's ``p`` set to 0, also the ``dropout_prob`` that
 some Hugging Face attention layers read): compiled code draws different random numbers than
 eager, so with dropout on neither the float64 accuracy check nor "same step, faster" would hold.
-BatchNorm and the rest train normally. Stated in the README.
+BatchNorm and the rest train normally. Stated in docs/METHOD.md (the training step).
 
 Inside a compiled variant's process there are two copies of the model: the compiled one and an
 eager twin that the interleaved rounds time against it. The twin's parameters, gradients and
