@@ -19,11 +19,19 @@ from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from dashboard import safe
 from dashboard.charts_base import _labels, _layout, _ok, empty_figure
 from engine import known_errors
-from engine.analysis.forensics_report import SHOWN, STRATEGIES, phase_segments
+from engine.analysis import forensics_report
+from engine.analysis.forensics_report import (
+    AUTOTUNE_STATES,
+    SHOWN,
+    STRATEGIES,
+    autotune_states,
+    phase_segments,
+)
 
 PHASE_COLOURS = {"dynamo (trace, guards)": "#4c78a8", "AOTAutograd": "#72b7b2",
                  "inductor (lowering)": "#f58518", "codegen + Triton": "#e45756",
@@ -118,39 +126,75 @@ def startup_strategies(variants: pd.DataFrame) -> go.Figure:
                    barmode="group")
 
 
-LOST_TITLE = "Why not faster: time lost per call (share of a call)"
+LOST_TITLE = "Why not faster: where a call's time goes (each panel adds up to 100 %)"
+# The panels of the lost-time figure: each is one account of a whole (engine/measure/losttime.py)
+LOST_PANELS = (("host", "Host time of one call"),
+               ("device", "The device during the same call (GPU; overlaps the host time)"),
+               ("once", "Compile time, paid once (first compiles and recompiles)"))
+LOST_COLOURS.update({"device_busy": "#54a24b", "first_compile": "#bab0ac",
+                     "recompiles": "#f58518"})
+
+
+def _lost_bar(label: str, item: dict[str, Any]) -> tuple[str, float, str, str]:
+    """(y label, share, colour, hover) of one item of the account."""
+    kind = item.get("kind")
+    short = (f"break {item_where(item)}" if kind == "graph_break"
+             else str(kind).replace("_", " "))
+    ms = _num(item.get("ms_per_call"))
+    hover = safe.plotly_text(f"{item.get('what') or kind}<br>"
+                             f"{'' if ms is None else f'{ms:.4f} ms per call<br>'}"
+                             f"{item.get('action') or ''}")
+    return (safe.plotly_text(f"{label} · {short}"), float(_num(item.get("share")) or 0.0),
+            LOST_COLOURS.get(kind, "#17becf"), hover)
+
+
+def _once_items(lost: dict[str, Any]) -> list[dict[str, Any]]:
+    """The compile-time panel's two bars of a variant that recompiled."""
+    rec = lost.get("recompiles") if isinstance(lost.get("recompiles"), dict) else None
+    share = _num((rec or {}).get("share_of_compile"))
+    if rec is None or share is None:
+        return []
+    total = _num(rec.get("compile_total_s")) or 0.0
+    words = forensics_report.recompile_text(rec)
+    return [{"kind": "recompiles", "share": share, "what": words, "action": rec.get("action")},
+            {"kind": "first_compile", "share": 1.0 - share,
+             "what": f"first compiles: {total * (1.0 - share):.2f} s"}]
 
 
 def lost_time(variants: pd.DataFrame, top: int = 8) -> go.Figure:
-    """Horizontal bars, one group per compiled variant: each lost-time item's share of a call
-    (graph breaks named by file:line), the time inside compiled graphs in grey for scale."""
+    """Horizontal bars in up to three panels, each one account adding up to 100 %: the host
+    time of a call (graph breaks named by file:line, guards, Python, inside compiled graphs in
+    grey), the device busy and idle within the same call (GPU runs), and the compile time paid
+    once (first compiles against recompiles, where a variant recompiled). A launch-bound 49 %
+    and 65 % inside graphs sit in different panels: they are shares of different wholes."""
     df = _compiled(variants)
-    ys, xs, colours, hover = [], [], [], []
+    bars: dict[str, list[tuple[str, float, str, str]]] = {k: [] for k, _ in LOST_PANELS}
     for label, (_, r) in zip(_labels(df), df.iterrows(), strict=True) if not df.empty else []:
         lost = r.get("lost_time") if isinstance(r.get("lost_time"), dict) else {}
-        for item in (lost.get("items") or [])[:top]:
-            name = item.get("what") or item.get("kind")
-            short = (f"break {item_where(item)}" if item.get("kind") == "graph_break"
-                     else str(item.get("kind")).replace("_", " "))
-            ys.append(safe.plotly_text(f"{label} · {short}"))
-            xs.append(float(item.get("share") or 0.0))
-            colours.append(LOST_COLOURS.get(item.get("kind"), "#17becf"))
-            ms = _num(item.get("ms_per_call"))
-            hover.append(safe.plotly_text(
-                f"{name}<br>{'' if ms is None else f'{ms:.4f} ms per call<br>'}"
-                f"{item.get('action') or ''}"))
-    if not ys:
+        parts = forensics_report.lost_parts(lost)
+        for key in ("host", "device"):
+            bars[key] += [_lost_bar(label, i) for i in parts[key][:top]]
+        bars["once"] += [_lost_bar(label, i) for i in _once_items(lost)]
+    panels = [(k, t) for k, t in LOST_PANELS if bars[k]]
+    if not panels:
         return empty_figure(LOST_TITLE, "no lost-time account (compiled variants with the "
-                            "profiler pass)", "share of a call", "")
-    fig = go.Figure(go.Bar(x=xs, y=ys, orientation="h", marker_color=colours, customdata=hover,
-                           text=[f"{x:.0%}" for x in xs], textposition="outside",
-                           hovertemplate="%{customdata}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(tickformat=".0%")
-    height = max(480, 80 + 26 * len(ys))
-    _layout(fig, LOST_TITLE, "share of the profiled call", "",
-            "ranked per variant · red: graph breaks (file:line) · grey: inside compiled graphs")
-    fig.update_layout(height=height)  # one bar per item: grow with them
+                            "profiler pass)", "share", "")
+    heights = [max(len(bars[k]), 2) for k, _ in panels]
+    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=[t for _, t in panels],
+                        row_heights=[h / sum(heights) for h in heights],
+                        vertical_spacing=0.12 if len(panels) > 1 else 0.0)
+    for row, (key, _) in enumerate(panels, start=1):
+        ys, xs, colours, hover = zip(*bars[key], strict=True)
+        fig.add_trace(go.Bar(x=list(xs), y=list(ys), orientation="h", marker_color=list(colours),
+                             customdata=list(hover), text=[f"{x:.0%}" for x in xs],
+                             textposition="outside", showlegend=False,
+                             hovertemplate="%{customdata}<extra></extra>"), row=row, col=1)
+        fig.update_yaxes(autorange="reversed", row=row, col=1)
+        fig.update_xaxes(tickformat=".0%", range=[0, 1.15], row=row, col=1)
+    _layout(fig, LOST_TITLE, "", "", "ranked per variant · red: graph breaks (file:line) · "
+            "grey: inside compiled graphs · shares of different panels are of different wholes")
+    fig.update_layout(height=max(480, 140 + 26 * sum(heights) + 60 * len(panels)),
+                      margin={"t": 120, "l": 60, "r": 20})  # the subtitle above panel 1's title
     return fig
 
 
@@ -161,15 +205,19 @@ def item_where(item: dict[str, Any]) -> str:
 
 
 def cache_table(variants: pd.DataFrame) -> pd.DataFrame:
-    """One row per compile (run, variant, phase) with torch's cache counters as integers, and
-    the warm-cache verdict with torch's reason."""
+    """One row per compile (run, variant, phase) with torch's cache counters as integers, the
+    Triton kernels' autotune cache decisions (``autotune_cache_state=hit`` ...: kernels per
+    decision, torch's words), and the warm-cache verdict with torch's reason."""
     df = _compiled(variants)
     rows = []
     for _, r in df.iterrows() if not df.empty else []:
         for c in r.get("compile_cache") or []:
             n = c.get("counters") or {}
+            states = autotune_states(c)
             rows.append({"run_id": r["run_id"], "variant": r["variant"], "compile": c.get("phase"),
                          **{k: int(n.get(k) or 0) for k in SHOWN},
+                         **{f"autotune_cache_state={s}": int(states.get(s, 0))
+                            for s in AUTOTUNE_STATES},
                          "reasons": "; ".join(c.get("reasons") or [])
                          if c.get("phase") != "cold" else ""})
     return pd.DataFrame(rows)

@@ -25,7 +25,12 @@ def render(variants: pd.DataFrame) -> list[go.Figure]:
     caches = charts_forensics.cache_table(variants)
     if not caches.empty:
         st.markdown("**Compile caches** (torch's counters per compile: the cold one fills the "
-                    "cache, a warm-cache one should only hit)")
+                    "cache, a warm-cache one should only hit). FX graph and AOTAutograd caches; "
+                    "Triton kernels bundled with a cached graph (`triton_bundler_save_kernel` "
+                    "on a miss, `triton_bundler_read_and_emit_kernel` on a hit); max-autotune "
+                    "selections benchmarked (`select_algorithm_autotune`); kernels per autotune "
+                    "cache decision (`autotune_cache_state`). A CPU compile has no Triton "
+                    "kernels: those stay 0.")
         st.dataframe(safe.frame(caches), hide_index=True, key="compile-caches")
     missed = variants[variants.get("warm_cache_missed", pd.Series(dtype=object)).map(
         lambda x: x is True)] if "warm_cache_missed" in variants.columns else variants.iloc[0:0]

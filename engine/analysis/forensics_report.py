@@ -10,9 +10,14 @@ from typing import Any
 from engine import known_errors
 from engine.measure import compile_load
 
-# The counters shown in the one-line summary (torch's names); every counter is in --json.
+# The counters shown in the one-line summary and the dashboard's table (torch's names, as
+# engine/measure/forensics.py CORE and TRITON keep them); every counter is in --json.
 SHOWN = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass",
-         "autograd_cache_hit", "autograd_cache_miss", "autograd_cache_bypass")
+         "autograd_cache_hit", "autograd_cache_miss", "autograd_cache_bypass",
+         "triton_bundler_save_kernel", "triton_bundler_read_and_emit_kernel",
+         "async_compile_cache_hit", "async_compile_cache_miss", "select_algorithm_autotune")
+# torch's per-kernel autotune cache decisions (forensics.AUTOTUNE_STATE), in this order
+AUTOTUNE_STATES = ("hit", "miss", "only 1 config", "force_disabled")
 # Start-up strategies in the order a user would try them, with their labels.
 STRATEGIES = (("cold", "cold"), ("warm_local", "warm local cache"),
               ("portable", "portable cache artifacts"), ("regional", "regional compilation"))
@@ -24,8 +29,29 @@ def _num(v: Any) -> float | None:
     return None if math.isnan(float(v)) else float(v)
 
 
+def autotune_states(entry: dict[str, Any]) -> dict[str, int]:
+    """Kernels per autotune cache decision of one compile (torch's words), only integers."""
+    raw = entry.get("autotune_cache_state")
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): int(v) for k, v in raw.items()
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+
+
+def _autotune_words(states: dict[str, int]) -> str | None:
+    """``Triton autotune cache: 12 kernels' best configs found (hit), 2 tuned again (miss)``."""
+    if not states:
+        return None
+    words = {"hit": "found their best config in the cache (hit)", "miss": "autotuned (miss)"}
+    order = [s for s in AUTOTUNE_STATES if s in states] + sorted(
+        s for s in states if s not in AUTOTUNE_STATES)
+    return "Triton autotune cache: " + ", ".join(
+        f"{states[s]} kernel{'s' if states[s] != 1 else ''} {words.get(s, s)}" for s in order)
+
+
 def cache_line(row: dict[str, Any]) -> str | None:
-    """``compile cache [v]: cold fxgraph_cache_miss=4 ... | warm_cache ...`` (non-zero counts)."""
+    """``compile cache [v]: cold fxgraph_cache_miss=4 ... | warm_cache ...`` (non-zero counts),
+    with the Triton kernels' autotune cache decisions."""
     entries = row.get("compile_cache") or []
     if not entries:
         return None
@@ -33,6 +59,8 @@ def cache_line(row: dict[str, Any]) -> str | None:
     for c in entries:
         n = c.get("counters") or {}
         shown = [f"{k}={n[k]}" for k in SHOWN if n.get(k)]
+        tuned = _autotune_words(autotune_states(c))
+        shown += [tuned] if tuned else []
         parts.append(f"{c.get('phase')}: " + (", ".join(shown) or "no cache activity"))
     text = f"  compile cache [{row['variant']}]: " + " | ".join(parts)
     if row.get("warm_cache_missed"):
@@ -57,23 +85,77 @@ def phase_segments(phases: dict[str, Any] | None, first_call_s: float | None
     return {k: round(max(v, 0.0), 6) for k, v in out.items()}
 
 
+def lost_parts(lost: dict[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
+    """A lost-time account's items in its two accounts of the call, each adding up to 100 %
+    (engine/measure/losttime.py): ``host`` and ``device``. Results stored before the items
+    carried their ``part`` are read the same way: GPU idle is the device's, a busy share is its
+    complement, and graphs not replayed as CUDA graphs come out of "inside compiled graphs"
+    (which then held them too)."""
+    items = [i for i in (lost or {}).get("items") or [] if isinstance(i, dict)]
+    host = [dict(i) for i in items if _part(i) == "host"]
+    device = [dict(i) for i in items if _part(i) == "device"]
+    if not (lost or {}).get("parts"):  # an account from before the parts: make it disjoint
+        uncaptured = sum(_num(i.get("share")) or 0.0 for i in host
+                         if i.get("kind") == "uncaptured_cudagraph")
+        for i in host:
+            if i.get("kind") == "in_graphs" and uncaptured:
+                i["share"] = max((_num(i.get("share")) or 0.0) - uncaptured, 0.0)
+        idle = next((i for i in device if i.get("kind") == "launch_bound"), None)
+        if idle is not None and not any(i.get("kind") == "device_busy" for i in device):
+            share = 1.0 - (_num(idle.get("share")) or 0.0)
+            ms = _num(idle.get("ms_per_call"))
+            wall = ms / idle["share"] if ms is not None and _num(idle.get("share")) else None
+            device.append({"kind": "device_busy", "part": "device", "share": share,
+                           "ms_per_call": None if wall is None else wall * share,
+                           "what": "GPU busy within the call (kernels, copies)"})
+    return {"host": host, "device": device}
+
+
+def _part(item: dict[str, Any]) -> str:
+    part = item.get("part")
+    if part in ("host", "device"):
+        return part
+    return "device" if item.get("kind") in ("launch_bound", "device_busy") else "host"
+
+
+def recompile_text(rec: dict[str, Any]) -> str:
+    """``2 recompile(s): 7.33 s of compile, 38% of this process's compile time (paid once ...)``."""
+    text = f"{rec.get('what')}: {_num(rec.get('compile_s')) or 0.0:.2f} s of compile"
+    share = _num(rec.get("share_of_compile"))
+    if share is not None:
+        text += f", {share:.0%} of this process's compile time"
+    return text + " (paid once per new shape, not per call)"
+
+
 def lost_time_lines(row: dict[str, Any], top: int = 6) -> list[str]:
     lost = row.get("lost_time") or {}
     if lost.get("error"):
         return [f"  lost time [{row['variant']}]: not measured ({lost['error']})"]
-    items = [i for i in lost.get("items") or [] if i.get("kind") != "in_graphs"]
-    if not items:
+    parts = lost_parts(lost)
+    items = [i for i in parts["host"] if i.get("kind") != "in_graphs"]
+    rec = lost.get("recompiles")
+    if not items and not parts["device"] and not rec:
         return []
-    out = [f"  why not faster [{row['variant']}] (shares of a profiled call; ms of the "
-           "steady-state median):"]
+    out = [f"  why not faster [{row['variant']}] (host time of a profiled call: these items "
+           "and the time inside compiled graphs add up to 100 %; ms of the steady-state "
+           "median):"]
     for i in items[:top]:
         ms = _num(i.get("ms_per_call"))
         act = f" -> {i['action']}" if i.get("action") else ""
         out.append(f"    {i['share']:6.1%} {'' if ms is None else f'{ms:.4f} ms '}"
                    f"{i['what'][:160]}{act}")
-    rec = lost.get("recompiles")
+    in_graphs = next((i for i in parts["host"] if i.get("kind") == "in_graphs"), None)
+    if in_graphs is not None:
+        out.append(f"    {in_graphs['share']:6.1%} inside compiled graphs (the work itself)")
+    if parts["device"]:
+        words = {"device_busy": "busy", "launch_bound": "idle (launch-bound)"}
+        out.append("    the device during the same call (adds up to 100 % on its own; idle "
+                   "time overlaps the host items above): " + ", ".join(
+                       f"{words.get(i.get('kind'), i.get('kind'))} {i['share']:.0%}"
+                       for i in sorted(parts["device"],
+                                       key=lambda i: i.get("kind") != "device_busy")))
     if rec:
-        out.append(f"    {rec['what']}: {rec['compile_s']:.2f} s of compile -> {rec['action']}")
+        out.append(f"    {recompile_text(rec)} -> {rec.get('action')}")
     if lost.get("note"):
         out.append(f"    note: {lost['note']}")
     return out

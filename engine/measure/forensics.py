@@ -16,6 +16,18 @@ the cache directory: absent means the graph, its inputs or inductor's configurat
 differently from the compile that filled the cache; present means the entry was found and
 rejected (its shape guards did not hold for these inputs).
 
+Triton and autotuning. torch counts what its FX graph cache did with the Triton kernels it
+bundles (``triton_bundler_save_kernel`` on a miss, ``triton_bundler_read_and_emit_kernel`` on a
+hit), its in-process kernel compile cache (``async_compile_cache_hit`` / ``_miss``) and each
+max-autotune algorithm selection it had to benchmark (``select_algorithm_autotune``: a selection
+found in the cache is not benchmarked). The autotune cache of a Triton kernel (its best config,
+``<kernel>.best_config`` beside the kernel) has no counter: torch records its decision on the
+kernel itself, ``autotune_cache_info["autotune_cache_state"]`` ("hit", "miss", "only 1 config",
+"force_disabled"). After the compile we read that state from every kernel of the modules the
+compile loaded (``PyCodeCache.modules``), and count kernels per state under torch's words.
+Triton's own on-disk compile cache is not counted by torch and not reported. On a CPU inductor
+writes C++ kernels: the Triton and autotune figures stay 0 / empty.
+
 Everything is guarded: private APIs move between torch releases (2.11 on the GPU host, 2.13
 here), and forensics must never break a measurement.
 """
@@ -31,10 +43,17 @@ from typing import Any
 
 # Counter groups and the substrings that select cache-related counters in them. Selecting by
 # substring, not by a fixed list, keeps counters that a torch release adds or renames.
-_GROUPS = {"inductor": ("cache", "autotune", "triton_bundler"), "aot_autograd": ("cache",)}
+_GROUPS = {"inductor": ("cache", "autotune", "triton_bundler", "select_algorithm"),
+           "aot_autograd": ("cache",)}
 # Always present (0 when torch did not count them), so a reader sees "0 hits", not "unknown".
 CORE = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass",
         "autograd_cache_hit", "autograd_cache_miss", "autograd_cache_bypass")
+# The Triton kernels' caches, torch's counter names (torch/_inductor/triton_bundler.py,
+# async_compile.py, select_algorithm.py; the same in torch 2.11 and 2.13).
+TRITON = ("triton_bundler_save_kernel", "triton_bundler_read_and_emit_kernel",
+          "async_compile_cache_hit", "async_compile_cache_miss", "select_algorithm_autotune")
+# torch's per-kernel autotune cache decision (triton_heuristics.check_autotune_cache)
+AUTOTUNE_STATE = "autotune_cache_state"
 _METRIC_RE = re.compile(r"(cache_(hit|miss)_count)$")
 # The loggers that state each cache decision, and what their messages look like.
 _LOGGERS = ("torch._inductor.codecache", "torch._functorch._aot_autograd.autograd_cache")
@@ -131,6 +150,32 @@ def frame_metrics(skip: int = 0) -> list[dict[str, Any]]:
     return out
 
 
+def _loaded_modules() -> list[Any]:
+    """The generated modules inductor has loaded in this process (none before it is imported)."""
+    codecache = sys.modules.get("torch._inductor.codecache")
+    cache = getattr(codecache, "PyCodeCache", None)
+    mods = getattr(cache, "modules", None)
+    return list(mods) if isinstance(mods, list) else []
+
+
+def autotune_states(modules: list[Any]) -> dict[str, int]:
+    """Kernels per autotune cache decision, over the Triton kernels of ``modules``: each
+    kernel (a ``CachingAutotuner`` once its module has waited for its compiles) carries
+    ``autotune_cache_info``; a kernel whose info holds no decision is not counted."""
+    out: dict[str, int] = {}
+    seen: set[int] = set()
+    for mod in modules:
+        for value in list(getattr(mod, "__dict__", {}).values()):
+            info = getattr(value, "autotune_cache_info", None)
+            if id(value) in seen or not isinstance(info, dict):
+                continue
+            seen.add(id(value))
+            state = info.get(AUTOTUNE_STATE)
+            if isinstance(state, str):
+                out[state] = out.get(state, 0) + 1
+    return out
+
+
 def _n_metrics() -> int:
     utils = sys.modules.get("torch._dynamo.utils")
     try:
@@ -183,12 +228,15 @@ class CompileWatch:
         self.log = CacheLog(self.cache_dir)
         self.before: dict[str, int] = {}
         self.frames_before = 0
+        self.modules_before: set[int] = set()
+        self.states: dict[str, int] = {}
 
     def __enter__(self) -> CompileWatch:
         with contextlib.suppress(Exception):
             self.log.install()
         self.before = counter_snapshot()
         self.frames_before = _n_metrics()
+        self.modules_before = {id(m) for m in _loaded_modules()}
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -196,13 +244,16 @@ class CompileWatch:
             with contextlib.suppress(Exception):
                 logging.getLogger(name).removeHandler(self.log)
         self.after = counter_snapshot()
+        with contextlib.suppress(Exception):
+            self.states = autotune_states([m for m in _loaded_modules()
+                                           if id(m) not in self.modules_before])
 
     def result(self) -> dict[str, Any]:
-        counts = dict.fromkeys(CORE, 0)
+        counts = dict.fromkeys(CORE + TRITON, 0)
         after = getattr(self, "after", counter_snapshot())
         for name in sorted(set(after) | set(self.before)):
             counts[name] = max(after.get(name, 0) - self.before.get(name, 0), 0)
-        return {"phase": self.phase, "counters": counts,
+        return {"phase": self.phase, "counters": counts, AUTOTUNE_STATE: dict(self.states),
                 "frames": frame_metrics(self.frames_before),
                 "reasons": miss_reasons(self.log.events)}
 
