@@ -17,8 +17,20 @@ So, per call: time inside compiled graphs; guard checks; each frame's own time o
 graph, which is the cost of the break that ends it (a ``print``, a ``.item()`` that waits for
 the device, a Python ``if`` on a tensor), named with the break's file:line and reason from
 ``torch._dynamo.explain``; the Python around the outermost frame; and on a GPU the device's
-idle time within the call (launch-bound). These are host-time shares: the first four partition
-the call; device idle overlaps them (the GPU waits while the host runs them).
+idle time within the call (launch-bound).
+
+Two accounts of the same call, each adding up to 100 % (``part`` of each item):
+
+* ``host``: where the host's time of the call went (compiled graphs, guards, each break, the
+  Python around them; with CUDA graphs, the graphs that were not replayed as CUDA graphs are
+  split out of "inside compiled graphs"). These items partition the call.
+* ``device`` (GPU only): the device busy and idle within the same call. Idle time overlaps the
+  host items (the GPU waits while the host runs them), so a launch-bound 49 % beside 65 % in
+  graphs is no contradiction: they answer different questions, and the two are never summed.
+
+Recompiles are not a per-call cost: each is paid once, at the call whose inputs broke a guard.
+``recompile_item`` gives their count, their compile seconds and their share of the variant's
+compile time in this process (first compiles + recompiles, torch's per-frame compile times).
 
 The analysis (``account``, ``cudagraph_coverage``) is pure Python over plain event dicts, so it
 is tested without a profiler; ``record_timeline`` is the only part that needs torch.
@@ -199,18 +211,18 @@ def _call(sums: _Sums, call: dict[str, Any], nodes: list[dict[str, Any]], timeli
         sums.add("guards", _dur(lk))
     graphs = _within(call, ("graph",), stop=())
     for g in graphs:
-        sums.add("graphs", _dur(g))
+        # with CUDA graphs, a graph that did not replay as one is its own host item
+        uncaptured = cudagraphs and not _within(g, ("cg_launch",), stop=())
+        sums.add("uncaptured" if uncaptured else "graphs", _dur(g))
     top = _within(call, ("region", "lookup"), stop=("region", "lookup"))
     sums.add("python", max(wall - sum(_dur(t) for t in top), 0.0))
     for r in (n for n in nodes if n["kind"] == "region" and _inside(n, call)):
         _region(sums, r, frames, by_line, marked)
     if cuda:
         kernels = timeline.get("kernels") or []
-        sums.add("idle", max(wall - _busy(kernels, call["start"], call["end"]), 0.0))
-    if cudagraphs:
-        for g in graphs:
-            if not _within(g, ("cg_launch",), stop=()):
-                sums.add("uncaptured", _dur(g))
+        busy = min(_busy(kernels, call["start"], call["end"]), wall)
+        sums.add("idle", wall - busy)
+        sums.add("busy", busy)
     return wall
 
 
@@ -222,22 +234,28 @@ _WORDS: dict[str, dict[str, Any]] = {
     "uncaptured": {"kind": "uncaptured_cudagraph", "what": "compiled graphs not replayed as "
                    "CUDA graphs", "action": "fix the cudagraph skip reason (see CUDA-graph "
                    "coverage)"},
+    "busy": {"kind": "device_busy", "part": "device", "what": "GPU busy within the call "
+             "(kernels, copies)", "action": None},
 }
+# the accounts an item belongs to (module docstring); each adds up to 100 % of the call
+PARTS = {"host": "host time of the call", "device": "the device during the same call"}
 
 
 def _describe(key: str, s: dict[str, Any], cudagraphs: bool) -> dict[str, Any]:
     """What an item is and what would recover its time."""
     if key in _WORDS:
-        return dict(_WORDS[key])
+        return {"part": "host", **_WORDS[key]}
     if key == "python":
-        return {"what": "Python outside compiled graphs (module call, frame entry/exit)",
+        return {"part": "host",
+                "what": "Python outside compiled graphs (module call, frame entry/exit)",
                 "action": None if cudagraphs else "mode='reduce-overhead' (CUDA graphs) or "
                 "fewer Python layers around the model"}
     if key == "idle":
-        return {"kind": "launch_bound", "what": "GPU idle within the call (launch-bound; "
-                "overlaps the host items)", "action": None if cudagraphs else
+        return {"kind": "launch_bound", "part": "device", "what": "GPU idle within the call "
+                "(launch-bound; the host items run meanwhile)", "action": None if cudagraphs else
                 "mode='reduce-overhead' replays the kernels as one CUDA graph"}
-    return {"what": f"graph break at {s['where']}: {s['reason']}", "file": s["file"],
+    return {"part": "host", "what": f"graph break at {s['where']}: {s['reason']}",
+            "file": s["file"],
             "line": s["line"], "reason": s["reason"],
             "action": action_for(s["reason"], s["where"])}
 
@@ -267,8 +285,9 @@ def account(timeline: dict[str, Any], frames: dict[str, dict[str, Any]],
                "per_call": round(s["count"] / n_calls, 2)}
         row.update(_describe(key, s, cudagraphs))
         items.append(row)
-    items.sort(key=lambda r: (r["kind"] == "in_graphs", -r["share"]))
-    out: dict[str, Any] = {"items": items,
+    items.sort(key=lambda r: (r["part"] != "host", r["kind"] in ("in_graphs", "device_busy"),
+                              -r["share"]))
+    out: dict[str, Any] = {"items": items, "parts": dict(PARTS),
                            "profiled_ms_per_call": round(total_us / n_calls / 1e3, 6),
                            "calls": n_calls, "method": "shares of the call from a torch.profiler "
                            "pass, applied to the steady-state median"}
@@ -290,14 +309,19 @@ def _inside(node: dict[str, Any], ancestor: dict[str, Any]) -> bool:
 
 def recompile_item(frames: dict[str, dict[str, Any]], first_call_s: float | None
                    ) -> dict[str, Any] | None:
-    """Recompiles (compile ids ``F/A`` with ``A`` > 0): how many and their compile seconds, as a
-    share of the first call's time. Not a per-call cost: each is paid once, at the call whose
-    inputs broke a guard."""
+    """Recompiles (compile ids ``F/A`` with ``A`` > 0): how many, their compile seconds, and
+    their share of the compile time of this process (every frame's compile, first compiles
+    and recompiles: ``share_of_compile``, in [0, 1]); ``share_of_first_call`` compares them
+    with the cold first call (above 1 when recompiling cost more than the first compile).
+    Not a per-call cost: each is paid once, at the call whose inputs broke a guard."""
     again = [f for cid, f in frames.items() if cid.rsplit("/", 1)[-1] not in ("0", "")]
     if not again:
         return None
     secs = sum(f.get("compile_s") or 0.0 for f in again)
-    return {"kind": "recompiles", "count": len(again), "compile_s": round(secs, 6),
+    total = sum(f.get("compile_s") or 0.0 for f in frames.values())
+    return {"kind": "recompiles", "part": "once", "count": len(again),
+            "compile_s": round(secs, 6), "compile_total_s": round(total, 6),
+            "share_of_compile": round(secs / total, 4) if total else None,
             "share_of_first_call": round(secs / first_call_s, 4) if first_call_s else None,
             "what": f"{len(again)} recompile(s)",
             "action": "mark the changing dimension dynamic (dynamic=True or "
