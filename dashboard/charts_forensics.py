@@ -223,6 +223,38 @@ def cache_table(variants: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def roofline_table(variants: pd.DataFrame) -> pd.DataFrame:
+    """One row per variant with a roofline figure (engine/measure/roofline.py): FLOPs and the
+    two byte counts per call (the floor, and eager op by op), achieved TFLOP/s and GB/s at the
+    variant's per-call median, and their shares of the GPU's measured ceilings (GPU only)."""
+    df = _ok(variants)
+    rows = []
+    for label, (_, r) in zip(_labels(df), df.iterrows(), strict=True) if not df.empty else []:
+        f = r.get("roofline") if isinstance(r.get("roofline"), dict) else {}
+        if not f or f.get("error") or _num(f.get("flops_per_call")) is None:
+            continue
+        rows.append({"variant": label, "GFLOP/call": _num(f.get("flops_per_call")) / 1e9,
+                     "MiB/call floor": _mib(f, "bytes_per_call_estimate"),
+                     "MiB/call op by op": _mib(f, "bytes_per_call_ops"),
+                     "TFLOP/s": _num(f.get("achieved_tflops")),
+                     "GB/s floor": _num(f.get("achieved_gbps_estimate")),
+                     "GB/s op by op": _num(f.get("achieved_gbps_ops")),
+                     "% of peak TFLOP/s": _pct(f.get("share_of_peak_tflops")),
+                     "% of copy GB/s floor": _pct(f.get("share_of_peak_gbps")),
+                     "% of copy GB/s op by op": _pct(f.get("share_of_peak_gbps_ops"))})
+    return pd.DataFrame(rows)
+
+
+def _mib(f: dict[str, Any], key: str) -> float | None:
+    v = _num(f.get(key))
+    return None if v is None else v / 2**20
+
+
+def _pct(v: Any) -> float | None:
+    f = _num(v)
+    return None if f is None else 100.0 * f
+
+
 FORENSICS_FIGURES = ("compile_phases", "startup_strategies", "lost_time")
 
 

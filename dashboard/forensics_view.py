@@ -32,6 +32,14 @@ def render(variants: pd.DataFrame) -> list[go.Figure]:
                     "cache decision (`autotune_cache_state`). A CPU compile has no Triton "
                     "kernels: those stay 0.")
         st.dataframe(safe.frame(caches), hide_index=True, key="compile-caches")
+    roof = charts_forensics.roofline_table(variants)
+    if not roof.empty:
+        st.markdown("**Hardware** (per call: FLOPs counted by `FlopCounterMode`; bytes from a "
+                    "model of the traffic, from the floor (parameters, inputs and outputs once) "
+                    "to eager op by op (each operator reads its inputs and writes its outputs); "
+                    "achieved at each variant's median, against the GPU's measured bf16-matmul "
+                    "and copy ceilings; docs/METHOD.md)")
+        st.dataframe(safe.frame(roof), hide_index=True, key="roofline")
     missed = variants[variants.get("warm_cache_missed", pd.Series(dtype=object)).map(
         lambda x: x is True)] if "warm_cache_missed" in variants.columns else variants.iloc[0:0]
     for _, r in missed.iterrows():

@@ -199,19 +199,29 @@ def startup_line(row: dict[str, Any]) -> str | None:
 
 
 def roofline_line(row: dict[str, Any]) -> str | None:
+    """``hardware [v]: 174 GFLOP/call, bytes 210 MiB (floor) to 943 MiB (op by op) -> ...``:
+    FLOPs and the two byte counts of engine/measure/roofline.py, achieved TFLOP/s and GB/s, and
+    their shares of the GPU's measured ceilings."""
     r = row.get("roofline")
     if not r or r.get("error") or not r.get("flops_per_call") and not r.get(
             "bytes_per_call_estimate"):
         return None
+    floor, ops = _num(r.get("bytes_per_call_estimate")) or 0.0, _num(r.get("bytes_per_call_ops"))
     text = (f"  hardware [{row['variant']}]: {r['flops_per_call'] / 1e9:.3g} GFLOP/call, "
-            f"~{r['bytes_per_call_estimate'] / 2**20:.3g} MiB/call (estimate)")
+            + (f"{floor / 2**20:.3g} MiB/call (floor: parameters, inputs, outputs once) to "
+               f"{ops / 2**20:.3g} MiB (eager op by op)" if ops is not None else
+               f"~{floor / 2**20:.3g} MiB/call (estimate)"))
     tf, gb = _num(r.get("achieved_tflops")), _num(r.get("achieved_gbps_estimate"))
+    gb_ops = _num(r.get("achieved_gbps_ops"))
     if tf is not None and gb is not None:
-        text += f" -> {tf:.3g} TFLOP/s, ~{gb:.3g} GB/s"
+        text += f" -> {tf:.3g} TFLOP/s, {gb:.3g}" + (
+            f" to {gb_ops:.3g} GB/s" if gb_ops is not None else " GB/s")
     if _num(r.get("peak_tflops_bf16")):
+        ops_share = _num(r.get("share_of_peak_gbps_ops"))
         text += (f" of measured peaks {r['peak_tflops_bf16']:.0f} TFLOP/s (bf16 matmul), "
                  f"{r['peak_copy_gbps']:.0f} GB/s (copy): {r.get('share_of_peak_tflops', 0):.1%}"
-                 f" / {r.get('share_of_peak_gbps', 0):.1%}")
+                 f" / {r.get('share_of_peak_gbps', 0):.1%}"
+                 + (f" to {ops_share:.1%}" if ops_share is not None else ""))
     return text
 
 
