@@ -1,6 +1,7 @@
-"""GPU acceptance for the training step (issue 15): BERT-base and the GPT stack, one training
-step, eager vs default vs reduce-overhead vs the compiled optimizer, with peak memory and accuracy
-against float64.
+"""GPU acceptance for the training step (issues 15, 41): BERT-base, the GPT stack, the seed MLP
+and a torchvision ResNet-50, one training step, eager vs default vs reduce-overhead vs the
+compiled optimizer, with peak memory, accuracy against float64 and the step split into forward,
+backward and optimizer; AdamW or SGD, bfloat16 or float16 autocast (float16 adds a GradScaler).
 
 Each command measures one model with one compiled variant (plus eager, which every run has), so
 that every command fits in 10 minutes on an H200 (cold compiles of forward + backward + optimizer
@@ -10,6 +11,9 @@ take tens of seconds each, and every compiled variant runs in several processes)
     python acceptance/train_acceptance.py --db sqlite:///$OUT/train.db --model bert --variant reduce-overhead
     python acceptance/train_acceptance.py --db sqlite:///$OUT/train.db --model bert --variant default+opt
     python acceptance/train_acceptance.py --db sqlite:///$OUT/train.db --model gpt  --variant default
+    python acceptance/train_acceptance.py --db sqlite:///$OUT/train.db --model mlp --optimizer sgd --variant default,reduce-overhead,default+opt
+    python acceptance/train_acceptance.py --db sqlite:///$OUT/train.db --model resnet50 --autocast float16 --variant default
+    python acceptance/train_acceptance.py --db sqlite:///$OUT/train.db --model resnet50 --optimizer sgd --variant default+opt
     ...  (or --variant all, for a host where 10 minutes is not a limit)
 
 then, on any host with the databases (several --db are merged into the first):
@@ -44,11 +48,18 @@ MODELS: dict[str, list[str]] = {
     "gpt": ["--model", "gpt_decoder", "--dim", "batch=8", "--dim", "seq=128", "--dim", "layers=4",
             "--dim", "hidden=512", "--dim", "heads=8", "--dim", "vocab=8192",
             "--dtype", "float32", "--autocast", "bfloat16"],
+    # the seed's MLP (1024-ReLU-1024, batch 32, float32), as DESIGN §4 measures it for inference
+    "mlp": ["--model", "mlp", "--dim", "batch=32", "--dtype", "float32"],
+    "resnet50": ["--model", "torchvision:resnet50", "--dim", "batch=32", "--dim", "image=224",
+                 "--dtype", "float32", "--autocast", "bfloat16"],
 }
 TINY: dict[str, list[str]] = {
     "bert": MODELS["bert"][:2] + ["--dim", "batch=1", "--dim", "seq=8", "--dtype", "float32"],
     "gpt": ["--model", "gpt_decoder", "--dim", "batch=2", "--dim", "seq=8", "--dim", "layers=1",
             "--dim", "hidden=32", "--dim", "heads=2", "--dim", "vocab=64", "--dtype", "float32"],
+    "mlp": ["--model", "mlp", "--dim", "batch=4", "--dim", "hidden=16", "--dtype", "float32"],
+    "resnet50": ["--model", "torchvision:resnet50", "--dim", "batch=2", "--dim", "image=32",
+                 "--dtype", "float32"],
 }
 TINY_BUDGET = ["--warmup-calls", "3", "--min-samples", "3", "--min-time", "0", "--max-time",
                "0.5", "--pipeline-k", "2", "--processes", "1", "--max-processes", "1",
@@ -56,9 +67,15 @@ TINY_BUDGET = ["--warmup-calls", "3", "--min-samples", "3", "--min-time", "0", "
 
 
 def run_once(model: str, variants: list[str], db: str, device: str, tiny: bool,
-             backend: str, timeout: float) -> int:
-    args = (TINY if tiny else MODELS)[model]
-    return engine_run([*args, "--step", "train", "--optimizer", "adamw", "--variants",
+             backend: str, timeout: float, optimizer: str = "adamw",
+             autocast: str | None = None) -> int:
+    """One run of ``model``; ``autocast`` replaces the model's own (None: keep it)."""
+    args = list((TINY if tiny else MODELS)[model])
+    if autocast is not None:
+        if "--autocast" in args:
+            del args[args.index("--autocast"):args.index("--autocast") + 2]
+        args += ["--autocast", autocast]
+    return engine_run([*args, "--step", "train", "--optimizer", optimizer, "--variants",
                        ",".join(["eager", *variants]), "--device", device, "--backend", backend,
                        "--timeout", str(timeout), "--db", db, "--tag", TAG, "--tag",
                        f"{TAG}-{model}", *(TINY_BUDGET if tiny else [])],
@@ -71,6 +88,17 @@ def _f(x: object, fmt: str) -> str:
     return format(x, fmt)
 
 
+def phase_cells(fig: object) -> list[str]:
+    """``1.2/2.4/0.3`` for the variant's step split and eager's in the same process."""
+    out = []
+    for side in ("variant", "eager"):
+        p = fig.get(side) if isinstance(fig, dict) else None
+        out.append("/".join(_f(p.get(f"{k}_ms"), ".3g") for k in ("forward", "backward",
+                                                                   "optimizer"))
+                   if isinstance(p, dict) else "-")
+    return out
+
+
 def table(db: object) -> str:
     """One line per (run, variant): step times, speedup, compile, memory, float64 accuracy."""
     from storage import queries
@@ -81,7 +109,7 @@ def table(db: object) -> str:
     d = queries.load_runs(db, [int(r) for r in runs["run_id"]])
     head = ["run", "model", "variant", "ms/step", "eager ms", "speedup [95% CI]", "cold s",
             "warm s", "break-even", "peak MiB", "kern/step", "brk/recomp", "err fp64",
-            "eager err", "x", "acc", "eager det"]
+            "eager err", "x", "acc", "eager det", "fwd/bwd/opt ms", "eager fwd/bwd/opt ms"]
     rows = [head]
     v = d["variants"]
     names = dict(zip(d["runs"]["run_id"], d["runs"]["model"], strict=True))
@@ -100,7 +128,7 @@ def table(db: object) -> str:
             f"{_f(r.get('graph_break_count'), '.0f')}/{_f(r.get('recompile_count'), '.0f')}",
             _f(r.get("compiled_error"), ".2e"), _f(r.get("eager_error"), ".2e"),
             _f(r.get("accuracy_multiplier"), "g"), str(r.get("accuracy_ok")),
-            str(r.get("eager_deterministic"))])
+            str(r.get("eager_deterministic")), *phase_cells(r.get("train_phases_ms"))])
         if r.get("status") != "ok":
             rows[-1][3] = f"FAILED {r.get('failure_kind')}: {str(r.get('error'))[:80]}"
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
@@ -118,6 +146,9 @@ def main() -> int:
     ap.add_argument("--model", choices=sorted(MODELS), action="append")
     ap.add_argument("--variant", default="all",
                     help=f"one of {', '.join(VARIANTS)}, a comma list, or all")
+    ap.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
+    ap.add_argument("--autocast", choices=("none", "bfloat16", "float16"), default=None,
+                    help="replaces the model's own (bert, gpt, resnet50: bfloat16; mlp: none)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--backend", default="inductor")
     ap.add_argument("--timeout", type=float, default=540.0, help="seconds per variant child")
@@ -135,7 +166,7 @@ def main() -> int:
         variants = list(VARIANTS) if args.variant == "all" else args.variant.split(",")
         for model in args.model or sorted(MODELS):
             run_id = run_once(model, variants, args.db[0], args.device, args.tiny,
-                              args.backend, args.timeout)
+                              args.backend, args.timeout, args.optimizer, args.autocast)
             print(format_run(db, run_id), flush=True)
     print(table(db))
     if args.bundle:

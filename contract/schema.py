@@ -222,15 +222,20 @@ FIGURES: tuple[Figure, ...] = (
     # ---- compile forensics (engine/measure/forensics.py, engine/measure/losttime.py, engine/measure/startup.py)
     _r("compile_cache", "json", None, "per compile (cold, then each warm-cache process): "
        "torch's cache counters under torch's names (fxgraph_cache_hit, fxgraph_cache_miss, "
-       "autograd_cache_hit, ...) as integers, per-frame cache counts, torch's miss reasons",
-       column=False),
+       "autograd_cache_hit, ...; Triton: triton_bundler_save_kernel, "
+       "triton_bundler_read_and_emit_kernel, async_compile_cache_hit/miss, "
+       "select_algorithm_autotune) as integers, autotune_cache_state: Triton kernels per "
+       "torch's autotune cache decision (hit, miss, only 1 config), per-frame cache counts, "
+       "torch's miss reasons", column=False),
     _r("warm_cache_missed", "bool", "warm cache missed", "a warm-cache compile missed or "
        "bypassed the FX graph or AOTAutograd cache", column=False),
     _r("warm_cache_miss_reason", "str", None, "why, in torch's words where it gives them",
        column=False),
     _r("lost_time", "json", None, "why not faster: ranked time lost per call (graph breaks "
        "with file:line, guards, Python, launch-bound, uncaptured CUDA graphs; recompiles), "
-       "shares from a profiler pass applied to the steady-state median", column=False),
+       "shares from a profiler pass applied to the steady-state median; each item's part: "
+       "host (the host time of the call) or device (busy + idle during it), each adding up to "
+       "1; recompiles with share_of_compile", column=False),
     _r("startup", "json", None, "start-up strategies (spec option startup): time to first "
        "call cold, warm local cache, portable cache artifacts, regional compilation",
        column=False),
@@ -239,16 +244,24 @@ FIGURES: tuple[Figure, ...] = (
        "are an artifact of the run (python -m engine trace)", column=False),
     _r("cache_artifacts", "json", None, "torch.compiler.save_cache_artifacts in the cold "
        "process: bytes, save seconds", column=False),
-    _r("roofline", "json", None, "FLOPs per call (FlopCounterMode), bytes per call (estimate: "
-       "parameters, inputs, outputs once), achieved TFLOP/s and GB/s against the GPU's measured "
-       "bf16-matmul and copy ceilings; CPU eager: the counts come from the first compiled "
-       "process (counted_in), achieved figures at eager's own median", column=False),
+    _r("roofline", "json", None, "FLOPs per call (FlopCounterMode), bytes per call (a model: "
+       "bytes_per_call_estimate, the floor, parameters, inputs, outputs once; "
+       "bytes_per_call_ops, every aten operator of an eager call reads its inputs and writes "
+       "its outputs), achieved TFLOP/s and GB/s (achieved_gbps_estimate, achieved_gbps_ops) "
+       "against the GPU's measured bf16-matmul and copy ceilings; eager: the counts come from "
+       "the first compiled process (counted_in), achieved figures at eager's own median",
+       column=False),
     _r("cudagraph_coverage", "json", None, "reduce-overhead / max-autotune: graphs captured "
        "and skipped (with inductor's reasons), share of the call inside captured graphs",
        column=False),
     _r("shape_mix", "json", None, "spec shape_weights: requests replayed in the mix of sweep "
        "sizes (engine/measure/shape_mix.py): mean and per-size per-request ms, recompiles during the "
        "replay", column=False),
+    _r("train_phases_ms", "json", None, "training steps: {variant, eager} each with the "
+       "median forward_ms (zero_grad, forward, loss), backward_ms, optimizer_ms and step_ms of "
+       "steps after timing, marks between the phases (CUDA events on the stream, the host "
+       "clock on a CPU); eager: the twin in a compiled variant's process "
+       "(engine/measure/train_step.py phase_times)", column=False),
     # ---- what was built, and token generation (engine/measure/decode.py)
     _r("arch", "json", None, "what was built: parameter count; registry and decode models: "
        "the effective dims (hf: dims of 0 stand for the config's own)", column=False),

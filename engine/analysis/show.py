@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine.analysis import decode_report, forensics_report
+from engine.analysis import decode_report, forensics_report, train_report
 from engine.analysis.verdict import decide
 from engine.measure.hostload import BUSY_HOST_CORES
 from engine.measure.pipeline_k import describe as describe_k
@@ -172,6 +172,7 @@ def format_run(db: Any, run_id: int) -> str:
         lines += forensics_report.lines(rows)
         lines += forensics_report.trace_lines(run_id, rows, run.get("artifacts") or [])
         lines += decode_report.lines(rows)
+        lines += train_report.lines(rows)
         lines.append(where_time_went(run))
         lines.append("Verdict:")
         lines += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]

@@ -6,6 +6,8 @@ a named phase of the process's clock (the timeline shows where a slot's time goe
   pass also gives its lost-time account (engine/measure/losttime.py), taken before the graph-break
   trace resets dynamo: two passes, each with the profiler's own start and trace processing,
   had cost seconds of tail in every compiled slot (docs/measurements/2026-12-04-time-to-answer.md);
+* ``train phases`` (training steps): forward, backward and the optimizer step timed apart over a
+  few more steps (engine/measure/train_step.py ``phase_times``), before ``explain`` resets dynamo;
 * ``roofline``: FLOPs and bytes per call against the GPU's ceilings (engine/measure/roofline.py);
 * ``explain`` (compiled variants): the graph-break report from ``torch._dynamo.explain``,
   traced once per run (engine/measure/run_share.py), merged with this process's own dynamo counters.
@@ -55,6 +57,9 @@ def record(res: dict[str, Any], *, run: dict[str, Any], variant: str, device: st
     is_eager = variant == "eager"
     cuda = device.startswith("cuda")
     lost = None
+    if train is not None:
+        with clock.phase("train phases"):
+            res["train_phases_ms"] = train.phase_figures(cuda)
     if run.get("profile", True):  # the spec can skip the profiler pass
         with clock.phase("profile"):
             # eager's figures: profiled once per run, by the first process that needs

@@ -20,6 +20,12 @@ backward graph), and ``MODE+opt`` (also the optimizer step, ``torch.compile`` on
 "compiled optimizer"; ``eager+opt`` compiles the optimizer step alone). The optimizer step is
 compiled with the run's backend and its default mode.
 
+Forward, backward and the optimizer step are also timed apart (:func:`phase_times`), after the
+steady state, over a few more steps: marks at the phase boundaries, CUDA events recorded on the
+stream (nothing synchronises inside the step, so the step runs as it does when timed whole) or
+the host clock on a CPU (where every op has finished when it returns). The three spans add up to
+the step. In a compiled variant's process the eager twin's step is split the same way.
+
 Dropout is switched off (every dropout module's ``p`` set to 0, also the ``dropout_prob`` that
 some Hugging Face attention layers read): compiled code draws different random numbers than
 eager, so with dropout on neither the float64 accuracy check nor "same step, faster" would hold.
@@ -37,6 +43,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import statistics
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +58,11 @@ from engine.grid import split_variant
 from engine.measure import accuracy
 
 LossFn = Callable[[Any], torch.Tensor]
+Mark = Callable[[int], None]
+"""``mark(i)``: phase boundary ``i`` of a step (0 start, 1 after the loss, 2 after backward, 3
+after the optimizer step)."""
+PHASES = ("forward", "backward", "optimizer")
+PHASE_STEPS = 10
 
 
 def upcast(x: torch.Tensor) -> torch.Tensor:
@@ -155,22 +168,33 @@ class Replica:
         self.scaler = _grad_scaler(device) if autocast == "float16" else None
         self.compiled = compile_model is not None or compile_optimizer is not None
 
-    def step(self) -> torch.Tensor:
-        """One training step; returns the loss (a tensor: reading it would synchronise)."""
+    def step(self, mark: Mark | None = None) -> torch.Tensor:
+        """One training step; returns the loss (a tensor: reading it would synchronise).
+        ``mark``: called at each phase boundary (``phase_times``); None when timed whole."""
         if self.compiled:
             _mark_step()
+        if mark is not None:
+            mark(0)
         self.opt.zero_grad(set_to_none=True)
         ctx = (torch.autocast(self.device_type, dtype=getattr(torch, self.autocast))
                if self.autocast else contextlib.nullcontext())
         with ctx:
             loss = self.forward(*self.inputs)
+        if mark is not None:
+            mark(1)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
+            if mark is not None:
+                mark(2)
             self.scaler.step(self.opt)
             self.scaler.update()
         else:
             loss.backward()
+            if mark is not None:
+                mark(2)
             self.opt.step()
+        if mark is not None:
+            mark(3)
         return loss
 
     def resident_bytes(self) -> int:
@@ -201,6 +225,33 @@ class Replica:
         for name, p in self.model.named_parameters():
             out[f"param:{name}"] = p.detach().to("cpu", copy=True)
         return out
+
+
+def phase_times(step: Callable[[Mark | None], Any], cuda: bool, steps: int = PHASE_STEPS
+                ) -> dict[str, Any]:
+    """Median ms of each phase of ``steps`` steps (module docstring), and of their sum."""
+    spans: dict[str, list[float]] = {p: [] for p in PHASES}
+    totals: list[float] = []
+    t = [0.0] * 4
+    if cuda:
+        stream = torch.cuda.current_stream()
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+    for _ in range(steps):
+        if cuda:
+            torch.cuda.synchronize()
+            step(lambda i: events[i].record(stream))
+            events[3].synchronize()
+            cut = [events[i].elapsed_time(events[i + 1]) for i in range(3)]
+        else:
+            step(lambda i: t.__setitem__(i, time.perf_counter()))
+            cut = [(t[i + 1] - t[i]) * 1e3 for i in range(3)]
+        for phase, ms in zip(PHASES, cut, strict=True):
+            spans[phase].append(ms)
+        totals.append(sum(cut))
+    out: dict[str, Any] = {f"{p}_ms": statistics.median(v) for p, v in spans.items()}
+    out.update(step_ms=statistics.median(totals), steps=steps,
+               timer="cuda_event" if cuda else "perf_counter")
+    return out
 
 
 def gradients(model: nn.Module) -> accuracy.Tensors:
@@ -270,6 +321,18 @@ class Training:
         if index == self.n_steps and self.compiled_state is None:
             self.compiled_state = {**self.main.snapshot(self.losses),
                                    **(self.compiled_grads or {})}
+
+    def phase_figures(self, cuda: bool) -> dict[str, Any]:
+        """The ``train_phases_ms`` figure: this variant's step split into forward, backward and
+        optimizer (:func:`phase_times`) and, in a compiled variant's process, the eager twin's;
+        never raises (a failure is the figure's ``error``)."""
+        try:
+            out = {"variant": phase_times(self.main.step, cuda)}
+            if self.twin is not None:
+                out["eager"] = phase_times(self.twin.step, cuda)
+            return out
+        except Exception as e:  # a figure after the measurement must never cost it
+            return {"error": f"{type(e).__name__}: {str(e)[:300]}"}
 
     def discount_eager_twin(self, res: dict[str, Any]) -> None:
         """Peak memory of the variant's own step: less the eager twin's resident bytes."""
