@@ -269,7 +269,11 @@ FIGURES: tuple[Figure, ...] = (
        "timed decode step: ttft_ms, per_token_ms, tokens_per_s (prefill included), "
        "decode_tokens_per_s, first_generation_ms, prefill_compiles, decode_recompiles, "
        "recompiles_per_step (flag), and for compiled variants eager's figures from the same "
-       "process, the speedups, compile_s and break_even_tokens (null: never)", column=False),
+       "process, the speedups (paired: against that eager), compile_s and break_even_tokens "
+       "(null: never); memory: weights_bytes, kv_cache_bytes, peak_allocated_bytes and "
+       "peak_reserved_bytes while generating (GPU only); accuracy: the logits of each step, "
+       "teacher-forced on float64's greedy tokens, judged against float64 (ok, worst step, "
+       "multiplier, floor, top1_agreement)", column=False),
     _r("hf_generate", "json", None, "hf: decoder-only models with new_tokens > 0: the same "
        "generation figures as decode, through transformers' generate() with its static cache "
        "(engine/measure/hf_generate.py); {error} where the installed version cannot", column=False),

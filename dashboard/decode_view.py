@@ -1,7 +1,8 @@
 """The compare page's "Token generation" section, for runs that generate tokens (llama_decode,
 and hf: models run with new_tokens > 0 through transformers generate()): per variant time to
-first token, per-token latency, tokens/s, the speedups over eager measured in the same process,
-compile cost and break-even in tokens, and a warning when decoding recompiles per step.
+first token, per-token latency, tokens/s, the speedup over the run's one eager and over eager in
+the same process, compile cost and break-even in tokens, the generation's accuracy against
+float64 and its memory, and a warning when decoding recompiles per step.
 ``generation_table`` is a pure function of the variants DataFrame."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import safe
+from engine.analysis import decode_report
 
 PATHS = (("decode", "static-cache decoder"), ("hf_generate", "transformers generate()"))
 
@@ -17,25 +19,43 @@ PATHS = (("decode", "static-cache decoder"), ("hf_generate", "transformers gener
 def generation_table(variants: pd.DataFrame) -> pd.DataFrame:
     """One row per (run, variant, path) with generation figures; empty when there are none."""
     rows = []
+    runs = {rid: [{"variant": x["variant"], **{k: x.get(k) for k, _ in PATHS}}
+                  for _, x in grp.iterrows()]
+            for rid, grp in variants.groupby("run_id")} if "run_id" in variants.columns else {}
     for _, r in variants.iterrows():
         for key, path in PATHS:
             d = r.get(key) if key in variants.columns else None
             if not isinstance(d, dict) or d.get("error"):
                 continue
             compiled = isinstance(d.get("eager"), dict)
+            same_run = runs.get(r.get("run_id"), [])
+            acc = d.get("accuracy") if isinstance(d.get("accuracy"), dict) else {}
+            mem = d.get("memory") if isinstance(d.get("memory"), dict) else {}
             rows.append({
                 "run_id": r["run_id"], "variant": r["variant"], "path": path,
                 "batch": d.get("batch"), "prompt": d.get("prompt"),
                 "new_tokens": d.get("new_tokens"), "ttft_ms": d.get("ttft_ms"),
                 "ms_per_token": d.get("per_token_ms"), "tokens_per_s": d.get("tokens_per_s"),
                 "decode_tokens_per_s": d.get("decode_tokens_per_s"),
-                "tokens_per_s_vs_eager_x": d.get("tokens_per_s_speedup"),
+                "tokens_per_s_vs_run_eager_x": decode_report.speedup_vs_run_eager(
+                    same_run, {"variant": r["variant"], key: d}, key, "tokens_per_s")
+                if compiled else 1.0,
+                "tokens_per_s_vs_eager_same_process_x": d.get("tokens_per_s_speedup"),
                 "ttft_vs_eager_x": d.get("ttft_speedup"), "compile_s": d.get("compile_s"),
                 "break_even_tokens": (("never" if d.get("break_even_tokens") is None
                                        else f"{d['break_even_tokens']:,.0f}") if compiled
                                       else "-"),
+                "fp64_ok": acc.get("ok") if not acc.get("error") else None,
+                "top1_vs_fp64": acc.get("top1_agreement"),
+                "weights_mib": _mib(mem.get("weights_bytes")),
+                "kv_cache_mib": _mib(mem.get("kv_cache_bytes")),
+                "peak_alloc_mib": _mib(mem.get("peak_allocated_bytes")),
                 "recompiles_per_step": bool(d.get("recompiles_per_step"))})
     return pd.DataFrame(rows)
+
+
+def _mib(v: object) -> float | None:
+    return v / 2**20 if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def render(variants: pd.DataFrame) -> None:
@@ -47,9 +67,12 @@ def render(variants: pd.DataFrame) -> None:
     st.caption("Whole greedy generations after the timed call, in each variant's own process: "
                "time to first token (prefill), per-token latency (synchronised per step), "
                "tokens/s (batch × new tokens ÷ the generation, prefill included; decoding "
-               "alone beside it). A compiled variant also ran eager's generations in its process, "
-               "alternating: the ×-columns are paired. Break-even counts generated tokens until "
-               "the compile cost is repaid.")
+               "alone beside it). Speedups: against the run's one eager (the geometric mean of "
+               "eager's tokens/s over every process that generated with eager), and against the "
+               "eager generations of the variant's own process (paired). Break-even counts "
+               "generated tokens until the compile cost is repaid. fp64: the logits of each "
+               "step, fed float64's greedy tokens, within 3 × eager's error + a floor "
+               "(docs/METHOD.md §9.13). Peak memory: GPU only.")
     st.dataframe(safe.frame(table), hide_index=True, key="generation-table")
     for _, r in table[table["recompiles_per_step"]].iterrows():
         st.warning(safe.md(f"#{r['run_id']} {r['variant']}: decoding recompiled per step: the "

@@ -65,7 +65,7 @@ def _decode_results() -> list[dict]:
 
     base = {"batch": 1, "prompt": 128, "new_tokens": 128, "repeats": 3, "warmup_generations": 3}
     eager = variant_result("eager", 11.0, 11.0, first_cold_s=0.01, first_warm_s=None)
-    eager["decode"] = {**base, "ttft_ms": 20.0, "per_token_ms": 11.0, "tokens_per_s": 88.0,
+    eager["decode"] = {**base, "ttft_ms": 20.0, "per_token_ms": 11.0, "tokens_per_s": 100.0,
                        "recompiles_per_step": False}
     ro = variant_result("reduce-overhead", 11.0, 2.2, first_cold_s=60.0, first_warm_s=9.0,
                         seed=2)
@@ -89,7 +89,10 @@ def test_generation_table_from_stored_runs(db):
     table = decode_view.generation_table(variants)
     assert list(table["variant"]) == ["eager", "reduce-overhead"]
     ro = table.iloc[1]
-    assert ro["tokens_per_s"] == 430.0 and ro["tokens_per_s_vs_eager_x"] == 4.9
+    assert ro["tokens_per_s"] == 430.0 and ro["tokens_per_s_vs_eager_same_process_x"] == 4.9
+    # against the run's one eager: eager's own 100 tokens/s and the paired 88, geometric mean
+    assert abs(ro["tokens_per_s_vs_run_eager_x"] - 430.0 / (100.0 * 88.0) ** 0.5) < 1e-9
+    assert table.iloc[0]["tokens_per_s_vs_run_eager_x"] == 1.0
     assert ro["break_even_tokens"] == "2,300" and table.iloc[0]["break_even_tokens"] == "-"
     assert decode_view.generation_table(variants.drop(columns=["decode"])).empty
 

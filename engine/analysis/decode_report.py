@@ -1,10 +1,18 @@
 """Token generation in words, for ``engine show``: per variant, time to first token, per-token
-latency, tokens/s, and for compiled variants the speedups over eager in the same process, the
-compile cost and the break-even in tokens; a warning when decoding recompiles per step. Reads
-the contract's variant rows (plain dicts) like ``engine.analysis.show``."""
+latency, tokens/s, and for compiled variants the speedups, the compile cost and the break-even in
+tokens; a warning when decoding recompiles per step; the generation's accuracy against float64
+with its tolerance, and its memory. Reads the contract's variant rows (plain dicts) like
+``engine.analysis.show``.
+
+One eager, as everywhere in the product (engine/analysis/variant_stats.py): eager's tokens/s is
+read in eager's own process and, alternating with the variant, in each compiled variant's
+process; the run's eager is the geometric mean of all of them, and a variant's tokens/s speedup
+divides by it. The paired speedup (the variant against the eager of its own process) is kept
+beside it: the host's state in that process cancels there."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -14,6 +22,77 @@ def _f(v: Any, fmt: str, none: str = "-") -> str:
 
 PATHS = (("decode", "generation"),
          ("hf_generate", "generation through transformers generate(), static cache"))
+
+
+def _pos(v: Any) -> float | None:
+    f = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return float(f) if f is not None and math.isfinite(f) and f > 0 else None
+
+
+def run_eager(rows: list[dict[str, Any]], key: str, figure: str) -> tuple[float | None, int]:
+    """The run's eager ``figure`` (``tokens_per_s``, ``decode_tokens_per_s``) of path ``key``:
+    the geometric mean over every process that generated with eager (eager's own, and the
+    eager generations of each compiled variant's process), and how many there were."""
+    values = []
+    for r in rows:
+        d = r.get(key)
+        if not isinstance(d, dict) or d.get("error"):
+            continue
+        side = d if r.get("variant") == "eager" else d.get("eager")
+        v = _pos(side.get(figure)) if isinstance(side, dict) else None
+        if v is not None:
+            values.append(v)
+    if not values:
+        return None, 0
+    return math.exp(sum(math.log(v) for v in values) / len(values)), len(values)
+
+
+def speedup_vs_run_eager(rows: list[dict[str, Any]], row: dict[str, Any], key: str,
+                         figure: str) -> float | None:
+    """A variant's ``figure`` over the run's eager one (None where either is missing)."""
+    eager, _ = run_eager(rows, key, figure)
+    d = row.get(key)
+    mine = _pos(d.get(figure)) if isinstance(d, dict) else None
+    return mine / eager if mine is not None and eager else None
+
+
+def _mib(v: Any) -> str:
+    return f"{v / 2**20:.0f} MiB" if isinstance(v, (int, float)) and not isinstance(v, bool) \
+        else "-"
+
+
+def accuracy_line(variant: str, acc: Any) -> str | None:
+    """``accuracy vs float64 [v]: ok: worst step 3, error 0.02 <= allowed 0.031 (...)``."""
+    if not isinstance(acc, dict):
+        return None
+    if acc.get("error"):
+        return f"    accuracy vs float64 [{variant}]: not judged: {acc['error']}"
+    w = acc.get("worst") if isinstance(acc.get("worst"), dict) else {}
+    mine = w.get("compiled_error") if w.get("compiled_error") is not None else w.get(
+        "eager_error")
+    text = (f"    accuracy vs float64 [{variant}]: {'ok' if acc.get('ok') else 'FAILED'}: worst "
+            f"{w.get('tensor')}, error {_f(mine, '{:.3g}')}")
+    if w.get("compiled_error") is not None:
+        text += (f" <= allowed {_f(w.get('allowed'), '{:.3g}')}" if w.get("ok") else
+                 f" > allowed {_f(w.get('allowed'), '{:.3g}')}")
+        text += (f" ({_f(acc.get('multiplier'), '{:g}')} x eager's "
+                 f"{_f(w.get('eager_error'), '{:.3g}')} + {_f(acc.get('floor'), '{:g}')} x the "
+                 "float64 logits' RMS)")
+    agree = _f(acc.get("top1_agreement"), "{:.0%}")
+    text += (f"; top token as float64's on {agree} of {acc.get('steps')} steps"
+             + (f" (eager {_f(acc.get('eager_top1_agreement'), '{:.0%}')})"
+                if acc.get("eager_top1_agreement") is not None else ""))
+    return text
+
+
+def memory_line(variant: str, mem: Any) -> str | None:
+    if not isinstance(mem, dict):
+        return None
+    peak = mem.get("peak_allocated_bytes")
+    return (f"    memory [{variant}]: weights {_mib(mem.get('weights_bytes'))}, KV cache "
+            f"{_mib(mem.get('kv_cache_bytes'))}, "
+            + (f"peak {_mib(peak)} allocated ({_mib(mem.get('peak_reserved_bytes'))} reserved) "
+               "while generating" if peak is not None else "peak: GPU only"))
 
 
 def lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -31,10 +110,13 @@ def _lines(rows: list[dict[str, Any]], key: str, title: str) -> list[str]:
             out.append(f"  {title} [{r['variant']}]: not measured: {d['error']}")
             continue
         if not out or not out[0].startswith(f"  {title} ("):
+            eager, n = run_eager(rows, key, "tokens_per_s")
             out.insert(0, f"  {title} (batch {d.get('batch')}, prompt {d.get('prompt')}, "
                        f"{d.get('new_tokens')} new tokens, greedy; median of "
                        f"{d.get('repeats')} timed generations after "
-                       f"{d.get('warmup_generations')} warm-up ones):")
+                       f"{d.get('warmup_generations')} warm-up ones; the run's eager "
+                       f"{_f(eager, '{:.1f}')} tokens/s (geometric mean of {n} processes' "
+                       "eager generations)):")
         text = (f"    {r['variant']}: TTFT {_f(d.get('ttft_ms'), '{:.2f}')} ms, "
                 f"{_f(d.get('per_token_ms'), '{:.3f}')} ms/token "
                 f"(p90 {_f(d.get('per_token_p90_ms'), '{:.3f}')}), "
@@ -42,12 +124,15 @@ def _lines(rows: list[dict[str, Any]], key: str, title: str) -> list[str]:
                 f"({_f(d.get('decode_tokens_per_s'), '{:.1f}')} decoding alone)")
         if isinstance(d.get("eager"), dict):
             be = d.get("break_even_tokens")
-            text += (f"; vs eager in the same process: tokens/s "
-                     f"{_f(d.get('tokens_per_s_speedup'), '{:.2f}x')}, TTFT "
-                     f"{_f(d.get('ttft_speedup'), '{:.2f}x')}; compile cost "
-                     f"{_f(d.get('compile_s'), '{:.1f}')} s, break-even "
+            vs_run = speedup_vs_run_eager(rows, r, key, "tokens_per_s")
+            text += (f"; tokens/s {_f(vs_run, '{:.2f}x')} vs the run's eager, "
+                     f"{_f(d.get('tokens_per_s_speedup'), '{:.2f}x')} paired in its own "
+                     f"process; TTFT {_f(d.get('ttft_speedup'), '{:.2f}x')} (paired); compile "
+                     f"cost {_f(d.get('compile_s'), '{:.1f}')} s, break-even "
                      + ("never" if be is None else f"{be:,.0f} tokens"))
         out.append(text)
+        out += [x for x in (accuracy_line(r["variant"], d.get("accuracy")),
+                            memory_line(r["variant"], d.get("memory"))) if x]
         if d.get("recompiles_per_step"):
             out.append(f"    RECOMPILES WHILE DECODING [{r['variant']}]: "
                        f"{d.get('decode_recompiles')} decode steps compiled during warm-up "

@@ -400,7 +400,7 @@ def _generation(c: _Child) -> None:
             c.res["decode"] = decode.measure(
                 c.model, c.model if c.is_eager else c.compiled, None if c.is_eager else c.model,
                 c.timer, seed=seed, first_call_ms=None if c.is_eager else c.warm[0],
-                progress=lambda f: c.progress("decoding", 0.8 + 0.05 * f))
+                progress=lambda f: c.progress("decoding", 0.8 + 0.05 * f), run=c.run)
     if c.train is None and hf_generate.wanted(c.model):
         c.stage = "generating"
         c.capture.context = {"call_index": None, "phase": "generate"}

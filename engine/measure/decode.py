@@ -23,18 +23,30 @@ Method, in the process of each variant (``step`` is the eager module or the comp
    reports it) and decode tokens/s (prefill excluded); compile cost = the compiled first call
    beyond a steady step plus the first generation beyond a steady one; break-even in tokens =
    compile cost / (eager's generation time - compiled's) x tokens per generation (None: never).
+4. Memory: the weights' bytes and the KV cache's (computed from the tensors, on any device) and,
+   on a GPU, the peak allocated and reserved during the generations (after a reset; the float64
+   copy of step 5 comes later and is not in it).
+5. Accuracy against float64, after the timings: a float64 copy of the same weights generates
+   greedily from the same prompt; then eager and the variant are fed the float64 run's tokens
+   (teacher forcing, so a token that rounds the other way early does not make every later
+   comparison meaningless) and the logits of the prefill and of every decode step are judged as
+   the inference check judges an output (engine/measure/accuracy.py ``judge``): per step,
+   ``compiled_error <= multiplier x eager_error + floor x RMS(float64 logits)`` (multiplier 3,
+   floor 1e-3 in bfloat16/float16 and 1e-5 in float32 unless the run says otherwise). Also the
+   share of steps whose top token is float64's (top-1 agreement), for eager and the variant.
 """
 
 from __future__ import annotations
 
+import copy
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
-from engine.measure import signals
+from engine.measure import accuracy, signals
 from engine.measure.timing import Timer
 
 Step = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -106,13 +118,94 @@ GenFn = Callable[[bool, bool], dict[str, Any]]
 """``gen(per_step, watch_compiles)``: one whole generation, as ``generate`` returns it."""
 
 
+def _is_cache(module: torch.nn.Module) -> bool:
+    """A static KV cache module: buffers ``k`` and ``v`` (engine/models/llama.py ``KVCache``)."""
+    names = {n for n, _ in module.named_buffers(recurse=False)}
+    return {"k", "v"} <= names
+
+
+def memory_figures(model: torch.nn.Module) -> dict[str, int]:
+    """Bytes of the weights (parameters and the buffers that are not a KV cache) and of the KV
+    cache, each storage counted once; the same on every device."""
+    cache_ids = {id(b) for m in model.modules() if _is_cache(m)
+                 for b in m.buffers(recurse=False)}
+    seen: set[int] = set()
+    weights = cache = 0
+    for t in [*model.parameters(), *model.buffers()]:
+        key = t.untyped_storage().data_ptr() if t.device.type != "meta" else id(t)
+        if key in seen:
+            continue
+        seen.add(key)
+        n = t.numel() * t.element_size()
+        if id(t) in cache_ids:
+            cache += n
+        else:
+            weights += n
+    return {"weights_bytes": weights, "kv_cache_bytes": cache}
+
+
+def _forced(step: Step, prompt_ids: torch.Tensor, new_tokens: int,
+            tokens: list[torch.Tensor] | None) -> tuple[dict[str, torch.Tensor],
+                                                        list[torch.Tensor]]:
+    """The logits of the prefill and of each decode step, on the host in float64; the tokens
+    fed after each are ``tokens`` (teacher forcing) or the step's own greedy choice (None)."""
+    device, prompt = prompt_ids.device, prompt_ids.shape[1]
+    logits: dict[str, torch.Tensor] = {}
+    chosen: list[torch.Tensor] = []
+    out = step(prompt_ids, torch.arange(prompt, device=device))[:, -1]
+    for i in range(new_tokens):
+        name = "prefill" if i == 0 else f"step {i}"
+        logits[name] = out.detach().to("cpu", torch.float64, copy=True)
+        token = out.argmax(-1, keepdim=True) if tokens is None else tokens[i].to(device)
+        chosen.append(token.detach().to("cpu", copy=True))
+        if i < new_tokens - 1:
+            out = step(token, torch.tensor([prompt + i], device=device))[:, -1]
+    return logits, chosen
+
+
+def generation_accuracy(model: torch.nn.Module, step: Step, eager: Step | None,
+                        prompt_ids: torch.Tensor, new_tokens: int,
+                        run: Mapping[str, Any]) -> dict[str, Any]:
+    """Step 5 of the module docstring: ``step`` the variant (the module itself for eager),
+    ``eager`` the eager module in a compiled variant's process (None for eager)."""
+    too_large = accuracy.float64_too_large(model)
+    if too_large:
+        return {"error": too_large}
+    multiplier = float(run.get("accuracy_multiplier", accuracy.DEFAULT_MULTIPLIER))
+    floor = accuracy.floor_for(run)
+    fp64_model = copy.deepcopy(model).to(torch.float64)
+    ref, tokens = _forced(fp64_model, prompt_ids, new_tokens, None)
+    del fp64_model
+    mine, _ = _forced(step, prompt_ids, new_tokens, tokens)
+    theirs = _forced(eager, prompt_ids, new_tokens, tokens)[0] if eager is not None else None
+    group = accuracy.judge(ref, theirs if theirs is not None else mine,
+                           mine if theirs is not None else None,
+                           multiplier=multiplier, floor=floor)
+    group.pop("per_tensor", None)  # per step: kept short; the worst step decides
+
+    def agreement(side: dict[str, torch.Tensor]) -> float:
+        hits = [bool((side[n].argmax(-1, keepdim=True) == t).all())
+                for n, t in zip(ref, tokens, strict=True)]
+        return sum(hits) / len(hits)
+
+    out = {"reference_dtype": accuracy.REFERENCE_DTYPE, "ok": group["ok"], "steps": len(ref),
+           "method": "teacher-forced on the float64 greedy tokens; logits of the prefill and "
+                     "of each decode step against float64",
+           "multiplier": multiplier, "floor": floor, "worst": group["worst"],
+           "failed_steps": group["failed"], "top1_agreement": agreement(mine)}
+    if theirs is not None:
+        out["eager_top1_agreement"] = agreement(theirs)
+    return out
+
+
 def measure(model: torch.nn.Module, step: Step, eager: Step | None, timer: Timer, *,
             seed: int, first_call_ms: float | None, repeats: int = 3,
-            progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+            progress: Callable[[float], None] | None = None,
+            run: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``decode`` figure of one variant. ``step`` is the variant's callable (the module
     itself for eager, the compiled module otherwise); ``eager`` the eager module for a compiled
     variant (None for the eager variant); ``first_call_ms`` the variant's first decode-step call
-    (the cold compile), from the warm-up curve."""
+    (the cold compile), from the warm-up curve; ``run`` the run's spec (accuracy options)."""
     cfg = model.compilelab_decode
     batch, prompt, new_tokens = int(cfg["batch"]), int(cfg["prompt"]), int(cfg["new_tokens"])
     device = next(model.parameters()).device
@@ -124,9 +217,27 @@ def measure(model: torch.nn.Module, step: Step, eager: Step | None, timer: Timer
         return lambda per_step, watch: generate(fn, prompt_ids, new_tokens, timer,
                                                 per_step=per_step, watch_compiles=watch)
 
-    return measure_generations(side(step), None if eager is None else side(eager),
-                               batch=batch, prompt=prompt, new_tokens=new_tokens,
-                               first_call_ms=first_call_ms, repeats=repeats, progress=progress)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+    out = measure_generations(side(step), None if eager is None else side(eager),
+                              batch=batch, prompt=prompt, new_tokens=new_tokens,
+                              first_call_ms=first_call_ms, repeats=repeats, progress=progress)
+    out["memory"] = {**memory_figures(model),
+                     "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(device))
+                     if cuda else None,
+                     "peak_reserved_bytes": int(torch.cuda.max_memory_reserved(device))
+                     if cuda else None}
+    try:
+        out["accuracy"] = generation_accuracy(model, step, eager, prompt_ids, new_tokens,
+                                              run or {"dtype": _dtype_name(model)})
+    except Exception as e:  # a figure after the timings must never cost them
+        out["accuracy"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    return out
+
+
+def _dtype_name(model: torch.nn.Module) -> str:
+    return str(next(model.parameters()).dtype).replace("torch.", "")
 
 
 def measure_generations(variant: GenFn, eager: GenFn | None, *, batch: int, prompt: int,
