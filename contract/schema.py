@@ -2,9 +2,9 @@
 
 Two things live here and nowhere else:
 
-* ``RunSpec``: every option of a run with its default.  ``engine.spec`` validates raw input into
-  a complete spec dict with exactly these keys; the CLI, the dashboard form and the worker all go
-  through it.
+* ``RunSpec``: every option of a run with its default, and ``BOUNDS``: the range of each numeric
+  option.  ``engine.spec`` validates raw input into a complete spec dict with exactly these keys;
+  the CLI, the dashboard form and the worker all go through it.
 * ``FIGURES``: every figure of a VariantResult (what a measuring child reports) and of its
   ``stats`` block (what ``engine.analysis.stats`` derives), each with its kind, whether storage keeps it
   in a column of its own or in the result's ``extra`` JSON, and how tables label it.  Storage
@@ -117,6 +117,46 @@ class RunSpec:
     @classmethod
     def keys(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The range a numeric option of ``RunSpec`` may take, both ends included.
+
+    ``engine.spec.normalise`` checks every numeric option against ``BOUNDS`` and nothing else,
+    and the New run form takes its widgets' limits from the same table, so the two cannot
+    disagree.  ``why``: said with a value below ``lo``, where the floor has a reason a user
+    would not guess."""
+
+    lo: float
+    hi: float
+    integer: bool = False
+    why: str = ""
+
+
+BOUNDS: dict[str, Bound] = {
+    "warmup_calls": Bound(3, 1000, True, "reduce-overhead records CUDA graphs on call 2 and "
+                          "replays them from call 3"),
+    "min_samples": Bound(3, 100_000, True),
+    "min_time_s": Bound(0, 3600),
+    "max_time_s": Bound(0.1, 3600),
+    "pipeline_k": Bound(1, 10_000, True),
+    "timeout_s": Bound(1, 24 * 3600),
+    "seed": Bound(0, 2**31 - 1, True),
+    "processes": Bound(1, 100, True),
+    "max_processes": Bound(1, 100, True),
+    "target_halfwidth": Bound(0, 10),
+    "process_budget_s": Bound(0, 24 * 3600),
+    "concurrency": Bound(0, 64, True),
+    "compile_slots": Bound(0, 64, True),
+    # a bundle holds at most 64 variants per run, eager included
+    "grid_limit": Bound(1, 63, True),
+    "mix_requests": Bound(10, 100_000, True),
+    "lr": Bound(1e-12, 10),
+    "accuracy_steps": Bound(1, 100, True),
+    "accuracy_multiplier": Bound(1, 1e6),
+    "accuracy_floor": Bound(0, 1e6),  # or None: the dtype's own floor
+}
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.grid import DEFAULT_GRID_LIMIT, MAX_GRID_LIMIT
+from dashboard.spec import number_widget
 
 # option -> (label, values offered, help)
 GRID_FIELDS = {
@@ -31,8 +31,8 @@ def grid_form() -> tuple[dict[str, list[str]], int]:
         for col, (name, (label, values, help_text)) in zip(cols, GRID_FIELDS.items(),
                                                            strict=True):
             picked[name] = col.multiselect(label, values, key=f"grid-{name}", help=help_text)
-        limit = st.number_input("Grid limit (compiled variants)", min_value=1,
-                                max_value=MAX_GRID_LIMIT, value=DEFAULT_GRID_LIMIT, step=1,
-                                key="grid-limit", help="A bigger grid is refused until you "
-                                "raise this: each variant costs at least two processes.")
+        limit = st.number_input(
+            "Grid limit (compiled variants)", **number_widget("grid_limit"), step=1,
+            key="grid-limit", help="A bigger grid is refused until you raise this: each "
+            "variant costs at least two processes.")
     return {k: v for k, v in picked.items() if v}, int(limit)

@@ -1,7 +1,11 @@
-"""New-run form logic (pure): raw widget values -> a RunSpec dict, or errors keyed by field.
+"""New-run form logic (pure): widget values -> a raw RunSpec, judged by the one validator.
 
-The page renders each error beside its field and queues nothing while any error remains.
-The RunSpec shape is the one in docs/CONTRACTS.md.
+The form holds no rule of its own about a run: its defaults are ``RunSpec``'s and its widgets'
+limits are ``BOUNDS`` (contract/schema.py), and every verdict on the spec is
+``engine.spec.normalise``'s, each error under the field it names (``SpecError.field``: ``dims.batch``,
+``sweep``, ``max_time_s``...) so the page shows it beside that widget.  What the form adds is
+what a spec cannot know: reading the sweep values, weights and tags typed as text, and which
+devices the connected workers have.  The RunSpec shape is the one in docs/CONTRACTS.md.
 """
 
 from __future__ import annotations
@@ -11,22 +15,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.schema import RunSpec
+from contract.schema import BOUNDS, RunSpec
 from contract.text import TextError, normalize_tags
-from dashboard.catalogue import DimChoice, ModelChoice
+from dashboard.catalogue import ModelChoice
+from engine import spec as engine_spec
 from engine.grid import GridError, expand, parse_options
 
-COMPILE_VARIANTS = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-# Training only: the optimizer step compiled too (engine/spec.py TRAIN_VARIANTS).
-OPT_VARIANTS = ("eager+opt", *(v + "+opt" for v in COMPILE_VARIANTS))
-STEPS = ("inference", "train")
-OPTIMIZERS = ("adamw", "sgd")
-OPTIMIZER_IMPLS = ("default", "foreach", "fused")
-AUTOCASTS = ("none", "bfloat16", "float16")
+# The validator's own lists, offered by the form's widgets.
+COMPILE_VARIANTS = tuple(v for v in engine_spec.VARIANTS if v != "eager")
+OPT_VARIANTS = engine_spec.TRAIN_VARIANTS  # training only: the optimizer step compiled too
+STEPS = engine_spec.STEPS
+OPTIMIZERS = engine_spec.OPTIMIZERS
+OPTIMIZER_IMPLS = engine_spec.OPTIMIZER_IMPLS
+AUTOCASTS = engine_spec.AUTOCASTS
 CUDAGRAPH_VARIANTS = ("reduce-overhead", "max-autotune")
+# The backends the form offers (the validator knows more; the CLI can name them).
 BACKENDS = ("inductor", "aot_eager", "eager")
 DYNAMIC_CHOICES = {"auto (None)": None, "True (dynamic shapes)": True, "False (static)": False}
-MAX_SWEEP_VALUES = 32
 
 
 _DEFAULTS = RunSpec.defaults()
@@ -111,195 +116,156 @@ def parse_tags(text: str) -> tuple[list[str], str | None]:
         return list(dict.fromkeys(t.strip() for t in parts)), f"Tags: {e}"
 
 
-def _in_range(value: float, dim: DimChoice) -> bool:
-    return (dim.min is None or value >= dim.min) and (dim.max is None or value <= dim.max)
-
-
-def check_dim_value(value: Any, dim: DimChoice) -> tuple[int | float | None, str | None]:
-    """Coerce one dim value and check it against the declared range."""
+def _number(text: str) -> int | float | None:
+    """A number as typed: a whole one as int (what a dim is), else the float, for the validator
+    to judge; None when it is not a finite number."""
     try:
-        f = float(value)
+        f = float(text)
     except (TypeError, ValueError):
-        return None, f"{dim.name} must be a number."
+        return None
     if not math.isfinite(f):
-        return None, f"{dim.name} must be a finite number."
-    if dim.is_int:
-        if not f.is_integer():
-            return None, f"{dim.name} must be a whole number."
-        f = int(f)
-    if not _in_range(f, dim):
-        return None, f"{dim.name} must be between {dim.range_text()} (got {f:g})."
-    return f, None
+        return None
+    return int(f) if f.is_integer() else f
 
 
-def parse_sweep_values(text: str, dim: DimChoice) -> tuple[list[int | float], str | None]:
-    """Comma-separated sweep values, each validated against the dim's range; sorted."""
-    raw = [t.strip() for t in (text or "").replace(";", ",").split(",") if t.strip()]
-    if len(raw) < 2:
-        return [], f"Give at least two comma-separated values for {dim.name}, e.g. 32, 64, 128."
-    if len(raw) > MAX_SWEEP_VALUES:
-        return [], f"At most {MAX_SWEEP_VALUES} sweep values (got {len(raw)})."
+def _as_typed(value: Any) -> Any:
+    """A widget's number as the spec wants it (2.0 -> 2); anything else as it is, for the
+    validator to refuse in its own words."""
+    n = _number(value)
+    return value if n is None else n
+
+
+def number_widget(key: str) -> dict[str, Any]:
+    """``value``, ``min_value`` and ``max_value`` of the widget for numeric option ``key``: its
+    default (``RunSpec``) and the range the validator enforces (``BOUNDS``), so the form offers
+    exactly what the validator accepts."""
+    b, default = BOUNDS[key], _DEFAULTS[key]
+    cast = int if b.integer else float
+    return {"value": None if default is None else cast(default), "min_value": cast(b.lo),
+            "max_value": cast(b.hi)}
+
+
+def parse_sweep_values(text: str) -> tuple[list[int | float], str | None]:
+    """Comma-separated sweep values as numbers, in the order typed (the validator judges them:
+    how many, their range, a repeat)."""
     values = []
-    for t in raw:
-        v, err = check_dim_value(t, dim)
-        if err:
-            return [], f"Sweep value {t!r}: {err}"
+    for t in (t.strip() for t in (text or "").replace(";", ",").split(",")):
+        if not t:
+            continue
+        v = _number(t)
+        if v is None:
+            return [], f"Sweep value {t[:20]!r} is not a number."
         values.append(v)
-    if len(set(values)) != len(values):
-        dup = next(v for v in values if values.count(v) > 1)
-        return [], f"Sweep value {dup:g} is given twice."
-    return sorted(values), None
+    return values, None
+
+
+def parse_weights(text: str) -> tuple[list[float] | None, str | None]:
+    """Optional comma-separated weights of the sweep's values (engine/measure/shape_mix.py)."""
+    if not (text or "").strip():
+        return None, None
+    try:
+        return [float(w) for w in text.split(",") if w.strip()], None
+    except ValueError:
+        return None, "Weights must be numbers like 6, 3, 1."
 
 
 EngineCheck = Callable[[dict], dict]
 
 
-def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
-               engine_check: EngineCheck | None = None) -> Validation:
-    """Validate a request against the model's declared dims/dtypes and the worker's devices.
+def field_errors(raw: dict[str, Any], check: EngineCheck) -> tuple[dict | None, dict[str, str]]:
+    """The validator's verdict on ``raw``: the complete spec, or every field it refuses.
 
-    ``engine_check`` (``engine.spec.normalise`` through dashboard.data) then gets the last word:
-    it returns the complete spec that is queued, or raises an error whose ``field`` says where
-    to show it — so the dashboard never queues what the worker would reject.
-    """
+    ``check`` stops at the first problem; so the refused field is set back to its default
+    (dropped from the raw spec, a refused dim from the dims) and the spec checked again, until
+    it passes or a problem names no field that can be set back.  Every message is the
+    validator's own."""
     errors: dict[str, str] = {}
-    warnings: list[str] = []
-    dims: dict[str, Any] = {}
-    for d in model.dims:
-        v, err = check_dim_value(req.dims.get(d.name, d.default), d)
-        if err:
-            errors[f"dim.{d.name}"] = err
+    trial = {**raw, "dims": dict(raw.get("dims") or {})}
+    for _ in range(len(trial) + len(trial["dims"]) + 1):
+        try:
+            spec = check(trial)
+        except ValueError as exc:
+            where = getattr(exc, "field", None) or "form"
+            if where in errors:
+                break  # setting it back did not help: its message is already shown
+            errors[where] = str(exc)
+            name = where.removeprefix("dims.")
+            if where.startswith("dims.") and name in trial["dims"]:
+                del trial["dims"][name]
+            elif where in trial and where != "model":
+                del trial[where]
+            else:
+                break
         else:
-            dims[d.name] = v
+            return (None if errors else spec), errors
+    return None, errors
 
-    if req.dtype not in model.dtypes:
-        errors["dtype"] = f"{model.name} supports {', '.join(model.dtypes)}."
-    if req.device not in devices:
-        errors["device"] = ("No connected worker has a GPU; CPU runs still work."
-                            if req.device == "cuda"
-                            else f"Device must be one of {', '.join(devices)}.")
 
-    compile_variants = [v for v in dict.fromkeys(req.variants) if v != "eager"]
-    train = req.step == "train"
-    allowed = COMPILE_VARIANTS + (OPT_VARIANTS if train else ())
-    unknown = [v for v in compile_variants if v not in allowed]
-    if req.step not in STEPS:
-        errors["step"] = f"Step must be one of {', '.join(STEPS)}."
-    if unknown:
-        errors["variants"] = (f"{unknown[0]!r} compiles the optimizer step: choose step "
-                              "'train' for it." if unknown[0] in OPT_VARIANTS
-                              else f"Unknown variant {unknown[0]!r}.")
-    elif not compile_variants:
-        errors["variants"] = "Pick at least one compile variant to compare with eager."
-    elif req.backend != "inductor" and set(compile_variants) - {"default", "default+opt",
-                                                                  "eager+opt"}:
-        errors["variants"] = (f"Modes apply to the inductor backend only; with backend "
-                              f"{req.backend!r} choose just 'default'.")
-    if req.backend not in BACKENDS:
-        errors["backend"] = f"Backend must be one of {', '.join(BACKENDS)}."
-
-    def int_field(key: str, lo: int, hi: int, label: str) -> int | None:
-        value = getattr(req, key)
-        if value is None or not float(value).is_integer() or not lo <= value <= hi:
-            errors[key] = f"{label} must be a whole number between {lo} and {hi}."
-            return None
-        return int(value)
-
-    def float_field(key: str, lo: float, hi: float, label: str) -> float | None:
-        value = getattr(req, key)
-        if value is None or not math.isfinite(float(value)) or not lo <= value <= hi:
-            errors[key] = f"{label} must be between {lo:g} and {hi:g}."
-            return None
-        return float(value)
-
-    # Bounds as engine/spec.py enforces them (it re-checks before anything is queued).
-    warmup = int_field("warmup_calls", 3, 1000, "Warm-up calls")
-    if warmup is None and "reduce-overhead" in compile_variants and (req.warmup_calls or 0) < 3:
-        errors["warmup_calls"] = ("reduce-overhead records CUDA graphs on call 2 and replays "
-                                  "from call 3: use at least 3 warm-up calls.")
-    min_samples = int_field("min_samples", 3, 100_000, "Minimum samples")
-    min_time = float_field("min_time_s", 0.0, 3600.0, "Minimum time (s)")
-    max_time = float_field("max_time_s", 0.1, 3600.0, "Maximum time (s)")
-    if min_time is not None and max_time is not None and max_time < min_time:
-        errors["max_time_s"] = "Maximum time must be at least the minimum time."
-    pipeline_k = int_field("pipeline_k", 1, 10_000, "Pipelined calls K")
-    timeout = float_field("timeout_s", 1.0, 86_400.0, "Timeout per variant (s)")
-    seed = int_field("seed", 0, 2**31 - 1, "Seed")
-    if timeout is not None and max_time is not None and timeout < max_time + 60:
-        warnings.append("The timeout leaves little room for compiling: a cold inductor compile "
-                        "takes seconds to minutes on top of the measuring budget.")
-
+def _form_spec(req: RunRequest, model: ModelChoice, errors: dict[str, str]) -> dict[str, Any]:
+    """The raw spec the form's widgets ask for (the validator fills and judges the rest)."""
     sweep = None
     if req.sweep_dim:
-        dim = model.dim(req.sweep_dim)
-        if dim is None:
-            errors["sweep"] = f"{model.name} has no dim {req.sweep_dim!r}."
-        elif not dim.input_only:
-            names = ", ".join(d.name for d in model.sweepable) or "none"
-            errors["sweep"] = (f"{dim.name} changes the model itself; sweep an input dim "
-                               f"({names}).")
-        else:
-            values, err = parse_sweep_values(req.sweep_values, dim)
-            if err:
-                errors["sweep"] = err
-            else:
-                sweep = {"dim": dim.name, "values": values}
+        values, err = parse_sweep_values(req.sweep_values)
+        if err:
+            errors["sweep"] = err
+        sweep = {"dim": req.sweep_dim, "values": values}
+    weights, err = parse_weights(req.sweep_weights) if sweep else (None, None)
+    if err:
+        errors["sweep"] = err
+    # The swept dim takes the sweep's values, not its widget's (one value per setting).
+    dims = {d.name: _as_typed(req.dims.get(d.name, d.default)) for d in model.dims
+            if not sweep or d.name != sweep["dim"]}
+    spec = {
+        "model": model.name, "dims": dims,
+        "sweep": sweep, "dtype": req.dtype, "device": req.device,
+        "variants": [v for v in req.variants if v != "eager"],
+        "backend": req.backend, "dynamic": req.dynamic, "fullgraph": bool(req.fullgraph),
+        "warmup_calls": req.warmup_calls, "min_samples": req.min_samples,
+        "min_time_s": req.min_time_s, "max_time_s": req.max_time_s,
+        "pipeline_k": req.pipeline_k, "timeout_s": req.timeout_s, "seed": req.seed,
+        "profile": bool(req.profile), "warm_cache": bool(req.warm_cache),
+        "keep_trace": bool(req.keep_trace), "step": req.step,
+        "require_gpu": req.require_gpu or None, "require_torch": req.require_torch or None,
+        "grid_limit": req.grid_limit, "shape_weights": weights,
+    }
+    if req.step == "train":  # the optimizer options mean nothing to an inference run
+        spec.update(optimizer=req.optimizer, optimizer_impl=req.optimizer_impl, lr=req.lr,
+                    autocast=req.autocast, accuracy_steps=req.accuracy_steps)
+    return spec
 
-    compile_variants = _expand_grid(req, compile_variants, errors)
-    tags, tag_err = parse_tags(req.tags)
-    if tag_err:
-        errors["tags"] = tag_err
 
+def _advice(req: RunRequest, spec: dict[str, Any]) -> list[str]:
+    """What is valid but probably not what the user wants."""
+    warnings = []
+    if spec["timeout_s"] < spec["max_time_s"] + 60:
+        warnings.append("The timeout leaves little room for compiling: a cold inductor compile "
+                        "takes seconds to minutes on top of the measuring budget.")
     if req.device == "cpu":
-        cg = [v for v in compile_variants if v in CUDAGRAPH_VARIANTS]
+        cg = [v for v in spec["variants"] if v.split("@")[0] in CUDAGRAPH_VARIANTS]
         if cg:
             warnings.append(f"{', '.join(cg)} use CUDA graphs, which need a GPU: on CPU they "
                             "measure inductor without graphs.")
         if req.dtype == "float16":
             warnings.append("float16 on CPU is slow in eager and a poor guide to GPU behaviour.")
+    return warnings
 
-    if errors:
-        return Validation(None, errors, warnings, tags)
-    spec = {
-        "model": model.name,
-        "dims": dims,
-        "sweep": sweep,
-        "dtype": req.dtype,
-        "device": req.device,
-        "variants": ["eager", *compile_variants],
-        "backend": req.backend,
-        "dynamic": req.dynamic,
-        "fullgraph": bool(req.fullgraph),
-        "warmup_calls": warmup,
-        "min_samples": min_samples,
-        "min_time_s": min_time,
-        "max_time_s": max_time,
-        "pipeline_k": pipeline_k,
-        "timeout_s": timeout,
-        "seed": seed,
-        "profile": bool(req.profile),
-        "warm_cache": bool(req.warm_cache),
-        "keep_trace": bool(req.keep_trace),
-        "step": req.step,
-        "require_gpu": req.require_gpu or None,
-        "require_torch": req.require_torch or None,
-        "grid_limit": req.grid_limit,
-    }
-    if sweep and req.sweep_weights.strip():
-        try:
-            spec["shape_weights"] = [float(w) for w in req.sweep_weights.split(",") if w.strip()]
-        except ValueError:
-            return Validation(None, {"sweep": "Weights must be numbers like 6, 3, 1."},
-                              warnings, tags)
-    if train:  # the optimizer options mean nothing to an inference run: left at their defaults
-        spec.update(optimizer=req.optimizer, optimizer_impl=req.optimizer_impl, lr=req.lr,
-                    autocast=req.autocast, accuracy_steps=req.accuracy_steps)
-    if engine_check is not None:
-        try:
-            spec = engine_check(spec)
-        except ValueError as exc:
-            where = getattr(exc, "field", None) or "form"
-            if where == "dims":
-                where = next((f"dim.{d.name}" for d in model.dims if d.name in str(exc)), "form")
-            return Validation(None, {where: str(exc)}, warnings, tags)
-    return Validation(spec, {}, warnings, tags)
+
+def build_spec(req: RunRequest, model: ModelChoice, devices: list[str],
+               engine_check: EngineCheck | None = None) -> Validation:
+    """The spec to queue, or the errors keyed by field (``engine_check``: the validator,
+    ``engine.spec.normalise`` unless given; the dashboard passes ``data.engine_normalise``)."""
+    errors: dict[str, str] = {}
+    raw = _form_spec(req, model, errors)
+    raw["variants"] = _expand_grid(req, raw["variants"], errors)
+    if req.device not in devices:  # what the connected workers have, which a spec cannot know
+        errors["device"] = ("No connected worker has a GPU; CPU runs still work."
+                            if req.device == "cuda"
+                            else f"Device must be one of {', '.join(devices)}.")
+    tags, tag_err = parse_tags(req.tags)
+    if tag_err:
+        errors["tags"] = tag_err
+    spec, refused = field_errors(raw, engine_check or engine_spec.normalise)
+    errors = {**refused, **errors}  # the form's own reading of a field, where it has one
+    if errors or spec is None:
+        return Validation(None, errors, [], tags)
+    return Validation(spec, {}, _advice(req, spec), tags)

@@ -32,13 +32,15 @@ import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from contract.schema import BOUNDS, RunSpec
+
 SEP = "@"
 OPT_SUFFIX = "+opt"
 MAX_NAME = 64  # the variant column's width
 # Compiled variants a run may have unless the user raises it (spec option grid_limit), and the
 # most it may be raised to (a bundle holds at most 64 variants per run, eager included).
-DEFAULT_GRID_LIMIT = 16
-MAX_GRID_LIMIT = 63
+DEFAULT_GRID_LIMIT = RunSpec.defaults()["grid_limit"]
+MAX_GRID_LIMIT = int(BOUNDS["grid_limit"].hi)
 
 # option name -> (short key in variant names, {text value as typed: python value})
 _TRI = {"none": None, "true": True, "false": False, "1": True, "0": False, "auto": None}

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from contract import spec_check
-from contract.schema import RunSpec
+from contract.schema import BOUNDS, RunSpec
 from contract.spec_check import SpecError
 from contract.text import one_line
 from engine import grid, spec_rules
@@ -71,16 +71,26 @@ def _text(spec: dict[str, Any], key: str) -> str:
     return v
 
 
-def _num(spec: dict[str, Any], key: str, lo: float, hi: float, integer: bool = False) -> None:
-    v = spec[key]
+def fmt_bound(x: float) -> str:
+    """A range end as a user types it: 2147483647, 0.1, 1e-12."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _num(spec: dict[str, Any], key: str) -> None:
+    """A numeric option within its range (``contract.schema.BOUNDS``, which the New run form's
+    widgets read too)."""
+    v, b = spec[key], BOUNDS[key]
     bad = (isinstance(v, bool) or not isinstance(v, (int, float))
            or (isinstance(v, float) and not math.isfinite(v))
-           or (integer and isinstance(v, float) and v != int(v)))
+           or (b.integer and isinstance(v, float) and v != int(v)))
     if bad:
-        raise SpecError(f"{key} must be a {'whole ' if integer else ''}number, got {_show(v)}", key)
-    if not lo <= v <= hi:
-        raise SpecError(f"{key}={_show(v)} is out of range [{lo}, {hi}]", key)
-    spec[key] = int(v) if integer else float(v)
+        raise SpecError(f"{key} must be a {'whole ' if b.integer else ''}number, got {_show(v)}",
+                        key)
+    if not b.lo <= v <= b.hi:
+        why = f": {b.why}" if b.why and v < b.lo else ""
+        raise SpecError(f"{key}={_show(v)} is out of range [{fmt_bound(b.lo)}, "
+                        f"{fmt_bound(b.hi)}]{why}", key)
+    spec[key] = int(v) if b.integer else float(v)
 
 
 def _flag(spec: dict[str, Any], key: str) -> None:
@@ -132,57 +142,16 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
             info = get_model(model)
         except CatalogueError as e:
             raise SpecError(one_line(e), "model") from None
-    dims = spec["dims"]
-    if dims is None:
-        dims = {}
-    if not isinstance(dims, dict) or len(dims) > MAX_DIMS:
-        raise SpecError(f"dims must be an object of at most {MAX_DIMS} name: value pairs, "
-                        f"got {_show(dims)}", "dims")
-    try:
-        spec["dims"] = info.resolve_dims(dict(dims))
-    except CatalogueError as e:
-        raise SpecError(one_line(e), "dims") from None
-
-    sweep = spec["sweep"]
-    if sweep:
-        if not isinstance(sweep, dict) or set(sweep) - {"dim", "values"}:
-            raise SpecError(f"sweep must be {{\"dim\": name, \"values\": [...]}}, got {_show(sweep)}",
-                            "sweep")
-        dim_name, values = sweep.get("dim"), sweep.get("values")
-        if not isinstance(dim_name, str) or not isinstance(values, list):
-            raise SpecError("sweep: dim must be a name and values a list of whole numbers", "sweep")
-        if len(values) > MAX_SWEEP_VALUES:
-            raise SpecError(f"sweep: at most {MAX_SWEEP_VALUES} values", "sweep")
-        try:
-            d = info.dim(dim_name) if info.dims else None
-        except CatalogueError as e:
-            raise SpecError(one_line(e), "sweep") from None
-        if d is not None and not d.input_only:
-            raise SpecError(f"sweep: dim {dim_name!r} changes the model itself; sweep an input "
-                            f"dim ({', '.join(x.name for x in info.dims if x.input_only)})",
-                            "sweep")
-        if len(values) < 2:
-            raise SpecError("sweep: give at least two values, e.g. seq=32,64,128", "sweep")
-        for v in values:
-            try:
-                check_dim_value(d, v) if d else check_dim_value(info.dim(dim_name), v)
-            except CatalogueError as e:
-                raise SpecError(f"sweep: {one_line(e)}", "sweep") from None
-        spec["sweep"] = {"dim": dim_name, "values": [int(v) for v in values]}
-        spec["dims"][dim_name] = int(values[0])
-    elif sweep is not None:
-        raise SpecError(f"sweep must be an object or null, got {_show(sweep)}", "sweep")
-
+    given = spec["dims"] if isinstance(spec["dims"], dict) else {}
+    _check_dims(spec, info)
+    _check_sweep(spec, info, given)
     if not isinstance(spec["dtype"], str) or spec["dtype"] not in info.dtypes:
         raise SpecError(f"dtype {_show(spec['dtype'])} is not supported by {info.name} "
                         f"(supported: {', '.join(info.dtypes)})", "dtype")
     if not isinstance(spec["device"], str) or spec["device"] not in DEVICES:
         raise SpecError(f"device must be one of {', '.join(DEVICES)}, got {_show(spec['device'])}",
                         "device")
-    raw_variants = spec["variants"] or []
-    if not isinstance(raw_variants, list) or not all(isinstance(v, str) for v in raw_variants):
-        raise SpecError(f"variants must be a list of names, got {_show(raw_variants)}", "variants")
-    variants = list(dict.fromkeys(raw_variants))
+    variants = _variant_list(spec["variants"])
     configs = _check_variant_names(variants)
     if "eager" not in variants:
         variants.insert(0, "eager")  # every comparison needs the eager baseline
@@ -202,21 +171,21 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     for key in ("fullgraph", "cross_check", "profile", "warm_cache", "startup",
                 "keep_trace"):
         _flag(spec, key)
-    _num(spec, "warmup_calls", 3, 1000, integer=True)
-    _num(spec, "min_samples", 3, 100000, integer=True)
-    _num(spec, "min_time_s", 0, 3600)
-    _num(spec, "max_time_s", 0.1, 3600)
-    _num(spec, "pipeline_k", 1, 10000, integer=True)
-    _num(spec, "timeout_s", 1, 24 * 3600)
-    _num(spec, "seed", 0, 2**31 - 1, integer=True)
-    _num(spec, "processes", 1, 100, integer=True)
-    _num(spec, "max_processes", 1, 100, integer=True)
-    _num(spec, "target_halfwidth", 0, 10)
-    _num(spec, "process_budget_s", 0, 24 * 3600)
-    _num(spec, "concurrency", 0, 64, integer=True)
-    _num(spec, "compile_slots", 0, 64, integer=True)
-    _num(spec, "grid_limit", 1, grid.MAX_GRID_LIMIT, integer=True)
-    _num(spec, "mix_requests", 10, shape_mix.MAX_REQUESTS, integer=True)
+    _num(spec, "warmup_calls")
+    _num(spec, "min_samples")
+    _num(spec, "min_time_s")
+    _num(spec, "max_time_s")
+    _num(spec, "pipeline_k")
+    _num(spec, "timeout_s")
+    _num(spec, "seed")
+    _num(spec, "processes")
+    _num(spec, "max_processes")
+    _num(spec, "target_halfwidth")
+    _num(spec, "process_budget_s")
+    _num(spec, "concurrency")
+    _num(spec, "compile_slots")
+    _num(spec, "grid_limit")
+    _num(spec, "mix_requests")
     try:
         shape_mix.check(spec)  # weights of the sweep's sizes
     except ValueError as e:
@@ -225,7 +194,8 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     if spec["max_processes"] < spec["processes"]:
         spec["max_processes"] = spec["processes"]  # asking for N processes means at least N
     if spec["max_time_s"] < spec["min_time_s"]:
-        raise SpecError("max_time_s must be >= min_time_s", "max_time_s")
+        raise SpecError(f"max_time_s ({spec['max_time_s']:g} s) must be at least min_time_s "
+                        f"({spec['min_time_s']:g} s)", "max_time_s")
     _check_step(spec)
     for key, limit in (("require_gpu", 256), ("require_torch", 64)):
         if spec[key] in (None, ""):
@@ -246,6 +216,86 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     elif check_factory and info.source != "builtin":
         check_user_factory(info.factory, spec["dims"])
     return spec
+
+
+def _check_dims(spec: dict[str, Any], info: Any) -> None:
+    """Every dim a whole number in the model's range; ``field`` names the dim (``dims.batch``)
+    so a form shows the message beside that dim's widget."""
+    dims = spec["dims"]
+    if dims is None:
+        dims = {}
+    if not isinstance(dims, dict) or len(dims) > MAX_DIMS:
+        raise SpecError(f"dims must be an object of at most {MAX_DIMS} name: value pairs, "
+                        f"got {_show(dims)}", "dims")
+    try:
+        spec["dims"] = info.resolve_dims(dict(dims))
+    except CatalogueError as e:
+        raise SpecError(one_line(e), _bad_dim(info, dims)) from None
+
+
+def _bad_dim(info: Any, dims: dict[Any, Any]) -> str:
+    """``dims.NAME`` of the first dim the model refuses on its own (``dims`` if none alone)."""
+    for name, value in dims.items():
+        try:
+            info.resolve_dims({name: value})
+        except CatalogueError:
+            return f"dims.{name}" if isinstance(name, str) else "dims"
+    return "dims"
+
+
+def _check_sweep(spec: dict[str, Any], info: Any, given: dict[Any, Any]) -> None:
+    """A sweep over one input dim: at least two distinct values, each in the dim's range, and
+    no other value of that dim given beside it (which of the two would be measured?)."""
+    sweep = spec["sweep"]
+    if sweep is None:
+        return
+    if not isinstance(sweep, dict) or not sweep or set(sweep) - {"dim", "values"}:
+        raise SpecError(f"sweep must be {{\"dim\": name, \"values\": [...]}} or null, got "
+                        f"{_show(sweep)}", "sweep")
+    dim_name, values = sweep.get("dim"), sweep.get("values")
+    if not isinstance(dim_name, str) or not isinstance(values, list):
+        raise SpecError("sweep: dim must be a name and values a list of whole numbers", "sweep")
+    if len(values) > MAX_SWEEP_VALUES:
+        raise SpecError(f"sweep: at most {MAX_SWEEP_VALUES} values", "sweep")
+    try:
+        d = info.dim(dim_name) if info.dims else None
+    except CatalogueError as e:
+        raise SpecError(one_line(e), "sweep") from None
+    if d is not None and not d.input_only:
+        raise SpecError(f"sweep: dim {dim_name!r} changes the model itself; sweep an input "
+                        f"dim ({', '.join(x.name for x in info.dims if x.input_only)})",
+                        "sweep")
+    if len(values) < 2:
+        raise SpecError("sweep: give at least two values, e.g. seq=32,64,128", "sweep")
+    for v in values:
+        try:
+            check_dim_value(d, v) if d else check_dim_value(info.dim(dim_name), v)
+        except CatalogueError as e:
+            raise SpecError(f"sweep: {one_line(e)}", "sweep") from None
+    repeated = next((v for i, v in enumerate(values) if v in values[:i]), None)
+    if repeated is not None:
+        raise SpecError(f"sweep: {dim_name}={repeated} is given twice; give each value once",
+                        "sweep")
+    if dim_name in given and given[dim_name] != values[0]:
+        raise SpecError(f"{dim_name} is given both as a dim ({_show(given[dim_name])}) and as a "
+                        f"sweep: drop the dim, the sweep sets {dim_name}", "sweep")
+    spec["sweep"] = {"dim": dim_name, "values": [int(v) for v in values]}
+    spec["dims"][dim_name] = int(values[0])
+
+
+def _variant_list(raw: Any) -> list[str]:
+    """The variants as given: a non-empty list of names, each named once (a repeat is a
+    mistake the user should see, not a variant measured once where two were asked for)."""
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        raise SpecError(f"variants must be a list of names, got {_show(raw)}", "variants")
+    if not raw:
+        raise SpecError("no variant given: name at least one, e.g. default (eager is always "
+                        "measured beside it)", "variants")
+    repeated = next((v for i, v in enumerate(raw) if v in raw[:i]), None)
+    if repeated is not None:
+        raise SpecError(f"variant {_show(repeated)} is given twice: name each variant once",
+                        "variants")
+    return list(raw)
 
 
 def _check_variant_names(variants: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -290,11 +340,11 @@ def _check_step(spec: dict[str, Any]) -> None:
     _choice(spec, "optimizer", OPTIMIZERS)
     _choice(spec, "optimizer_impl", OPTIMIZER_IMPLS)
     _choice(spec, "autocast", AUTOCASTS)
-    _num(spec, "lr", 1e-12, 10)
-    _num(spec, "accuracy_steps", 1, 100, integer=True)
-    _num(spec, "accuracy_multiplier", 1, 1e6)
+    _num(spec, "lr")
+    _num(spec, "accuracy_steps")
+    _num(spec, "accuracy_multiplier")
     if spec["accuracy_floor"] is not None:
-        _num(spec, "accuracy_floor", 0, 1e6)
+        _num(spec, "accuracy_floor")
     train = spec["step"] == "train"
     opt_variants = [v for v in spec["variants"] if split_variant(v)[1]]
     if opt_variants and not train:

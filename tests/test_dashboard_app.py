@@ -138,8 +138,10 @@ def test_new_run_validation_error_beside_field_and_nothing_queued(db):
     button(at, "Queue run").click().run()
     no_exceptions(at)
     errors = texts(at.error)
-    assert "Sweep value '999999'" in errors and "between 1…65536" in errors
-    assert "at least the minimum" in errors
+    # the validator's own words (engine/spec.py), the sweep's and the time budget's at once
+    assert "sweep: dim batch=999999 is out of range \\[1, 65536\\]" in errors
+    assert "max\\_time\\_s \\(0.2 s\\) must be at least min\\_time\\_s \\(5 s\\)" in errors
+    assert at.session_state["section-budget"] is True  # its expander opened by itself
     assert "nothing was queued" in errors
     assert queries.list_runs(db).empty
 
@@ -165,6 +167,27 @@ def test_new_run_submit_queues_and_shows_progress_with_cancel(db):
     button(at, "Cancel run").click().run()
     no_exceptions(at)
     assert queries.list_runs(db).iloc[0]["status"] == "cancelled"
+
+
+def test_new_run_widgets_take_defaults_and_limits_from_the_spec(db):
+    """Every numeric option on the form starts at RunSpec's default with the validator's own
+    range (contract/schema.py BOUNDS) as its limits; each dim's limits are the catalogue's."""
+    from contract.schema import BOUNDS, RunSpec
+
+    at = app("new_run")
+    at.radio(key="step").set_value("train").run()  # the training options too
+    shown = {n.key: n for n in at.number_input}
+    keys = {"warmup_calls", "min_samples", "min_time_s", "max_time_s", "pipeline_k",
+            "timeout_s", "seed", "lr", "accuracy_steps"}
+    assert keys <= set(shown)
+    for key in keys:
+        p = shown[key].proto
+        assert (p.min, p.max, shown[key].value) == (BOUNDS[key].lo, BOUNDS[key].hi,
+                                                    RunSpec.defaults()[key]), key
+    grid = shown["grid-limit"].proto
+    assert (grid.min, grid.max) == (BOUNDS["grid_limit"].lo, BOUNDS["grid_limit"].hi)
+    batch = shown["dim-mlp-batch"].proto
+    assert (batch.min, batch.max, shown["dim-mlp-batch"].value) == (1, 65536, 32)
 
 
 def test_worker_not_running_banner(db):

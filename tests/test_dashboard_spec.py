@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
+import pytest
+
+from contract.schema import BOUNDS, RunSpec
 from dashboard.catalogue import DimChoice, ModelChoice, to_model_choice
-from dashboard.spec import RunRequest, build_spec, parse_sweep_values, parse_tags
+from dashboard.spec import RunRequest, build_spec, number_widget, parse_sweep_values, parse_tags
+from engine.spec import SpecError, normalise
+from engine.spec_rules import TRAIN_ONLY
 
 MLP = ModelChoice("mlp", "MLP", (DimChoice("batch", 32, 1, 65536), DimChoice("hidden", 1024, 8,
                                                                              16384)),
@@ -26,47 +31,52 @@ def test_valid_request_builds_contract_spec():
     assert s["variants"] == ["eager", "default"]
     assert s["dims"] == {"batch": 32, "hidden": 1024}
     assert s["sweep"] is None and s["dynamic"] is None and s["backend"] == "inductor"
-    assert set(s) == {"model", "dims", "sweep", "dtype", "device", "variants", "backend",
-                      "dynamic", "fullgraph", "warmup_calls", "min_samples", "min_time_s",
-                      "max_time_s", "pipeline_k", "timeout_s", "seed", "profile", "warm_cache", "keep_trace",
-                      "step", "require_gpu", "require_torch", "grid_limit"}
+    # the validator's complete spec: every RunSpec option, the form's untouched ones at default
+    assert set(s) == set(RunSpec.keys())
+    assert s["processes"] == RunSpec.defaults()["processes"]
     assert s["require_gpu"] is None and s["require_torch"] is None
     assert v.tags == ["nightly", "h200"]
 
 
-def test_errors_are_keyed_by_field():
+def test_every_field_the_validator_refuses_is_keyed_by_its_field():
+    """The validator stops at its first problem; the form shows all of them at once, each in
+    the validator's own words under the field it names."""
     v = build_spec(_req(dims={"batch": 0, "hidden": 10**6}, device="cuda", variants=[],
-                        min_time_s=5.0, max_time_s=1.0, dtype="float16"), MLP, ["cpu"])
+                        min_time_s=5.0, max_time_s=1.0, seed=-1), MLP, ["cpu"])
     assert not v.ok and v.spec is None
-    assert "between 1…65536" in v.errors["dim.batch"]
-    assert "dim.hidden" in v.errors
+    assert v.errors["dims.batch"] == "dim batch must be > 0, got 0"
+    assert "hidden=1000000 is out of range [8, 16384]" in v.errors["dims.hidden"]
     assert v.errors["device"] == "No connected worker has a GPU; CPU runs still work."
-    assert "at least one compile variant" in v.errors["variants"]
-    assert "at least the minimum" in v.errors["max_time_s"]
-    assert "float32, bfloat16" in v.errors["dtype"]
+    assert "no variant given" in v.errors["variants"]
+    assert v.errors["max_time_s"] == "max_time_s (1 s) must be at least min_time_s (5 s)"
+    assert "seed=-1 is out of range [0, 2147483647]" in v.errors["seed"]
+    # the same raw spec through the validator alone names the first of them
+    with pytest.raises(SpecError) as e:
+        normalise({"model": "mlp", "dims": {"batch": 0}, "variants": []})
+    assert e.value.field == "dims.batch"
 
 
-def test_reduce_overhead_needs_three_warmup_calls_and_modes_need_inductor():
+def test_warmup_floor_says_why_and_modes_need_inductor():
     v = build_spec(_req(variants=["reduce-overhead"], warmup_calls=2), MLP, ["cpu", "cuda"])
-    assert "at least 3 warm-up calls" in v.errors["warmup_calls"]
+    assert "replays them from call 3" in v.errors["warmup_calls"]
     v = build_spec(_req(variants=["default", "max-autotune"], backend="aot_eager"), MLP, ["cpu"])
-    assert "inductor backend only" in v.errors["variants"]
+    assert "need backend 'inductor'" in v.errors["variants"]
     v = build_spec(_req(variants=["reduce-overhead"], device="cpu"), MLP, ["cpu"])
     assert v.ok and any("CUDA graphs" in w for w in v.warnings)
 
 
-def test_sweep_values_validated_against_range():
-    dim = MLP.dim("batch")
-    assert parse_sweep_values("64, 8,32", dim) == ([8, 32, 64], None)
-    assert "between 1…65536" in parse_sweep_values("8, 100000", dim)[1]
-    assert "at least two" in parse_sweep_values("8", dim)[1]
-    assert "whole number" in parse_sweep_values("8, 1.5", dim)[1]
-    assert "given twice" in parse_sweep_values("8, 8", dim)[1]
-    assert "must be a number" in parse_sweep_values("8, x", dim)[1]
+def test_sweep_values_are_read_as_typed_and_judged_by_the_validator():
+    assert parse_sweep_values("64, 8,32") == ([64, 8, 32], None)
+    assert parse_sweep_values("8, 1.5") == ([8, 1.5], None)
+    assert "not a number" in parse_sweep_values("8, x")[1]
     v = build_spec(_req(sweep_dim="batch", sweep_values="8,16,32"), MLP, ["cpu"])
     assert v.spec["sweep"] == {"dim": "batch", "values": [8, 16, 32]}
-    v = build_spec(_req(sweep_dim="batch", sweep_values="0,16"), MLP, ["cpu"])
-    assert "sweep" in v.errors
+    assert v.spec["dims"]["batch"] == 8  # the sweep sets the dim, not the batch widget's 32
+    for text, words in (("8, 100000", "batch=100000 is out of range [1, 65536]"),
+                        ("8", "at least two values"), ("8, 1.5", "whole number"),
+                        ("8, 8", "batch=8 is given twice"), ("8, x", "'x' is not a number")):
+        assert words in build_spec(_req(sweep_dim="batch", sweep_values=text), MLP,
+                                   ["cpu"]).errors["sweep"], text
 
 
 def test_tags():
@@ -127,10 +137,45 @@ def test_engine_check_is_last_word_and_maps_fields():
     assert "changes the model itself" in v.errors["sweep"]
 
     class FieldError(ValueError):
-        field = "dims"
+        field = "dims.hidden"
 
     def reject(spec):
         raise FieldError("dim hidden=1024 is out of range")
 
     v = build_spec(_req(), MLP, ["cpu"], engine_check=reject)
-    assert v.errors == {"dim.hidden": "dim hidden=1024 is out of range"}
+    assert v.errors == {"dims.hidden": "dim hidden=1024 is out of range"}
+
+
+def _numeric_options() -> list[str]:
+    return [f.name for f in fields(RunSpec) if any(t in str(f.type) for t in ("int", "float"))
+            and "bool" not in str(f.type) and "list" not in str(f.type)
+            and "dict" not in str(f.type)]
+
+
+def test_every_numeric_option_has_one_range():
+    """BOUNDS covers every numeric RunSpec option and each default lies inside its range: an
+    option added without a range would be checked by nobody, or refused at its default."""
+    assert sorted(BOUNDS) == sorted(_numeric_options())
+    for key, b in BOUNDS.items():
+        default = RunSpec.defaults()[key]
+        assert default is None or b.lo <= default <= b.hi, key
+
+
+@pytest.mark.parametrize("key", sorted(BOUNDS))
+def test_form_limits_are_the_validators_limits(key):
+    """For each numeric option, the form's widget limits are exactly where the validator starts
+    refusing: the limits accepted, one step beyond refused under that option's field."""
+    w = number_widget(key)
+    step = 1 if BOUNDS[key].integer else max(abs(w["max_value"]) * 1e-6, 1e-15)
+    base = {"model": "mlp"}
+    if key in TRAIN_ONLY:  # read by training steps only (engine/spec_rules.py)
+        base.update(step="train", warmup_calls=1000)
+    # the option it is compared with, out of the way, so only this option's range decides
+    base.update({"max_processes": {"processes": 1}, "max_time_s": {"min_time_s": 0},
+                 "min_time_s": {"max_time_s": 3600}}.get(key, {}))
+    for inside in (w["min_value"], w["max_value"], w["value"] or w["min_value"]):
+        assert normalise({**base, key: inside})[key] == inside
+    for outside in (w["min_value"] - step, w["max_value"] + step):
+        with pytest.raises(SpecError) as e:
+            normalise({**base, key: outside})
+        assert e.value.field == key and "out of range" in str(e.value), (key, outside)

@@ -17,7 +17,9 @@ from dashboard.spec import (
     STEPS,
     RunRequest,
     build_spec,
+    number_widget,
 )
+from engine.spec import DEFAULTS
 
 st.title("New run")
 st.caption("Measures eager against each compile variant on the worker's machine: cold and warm "
@@ -70,12 +72,51 @@ model_name = st.selectbox(
          "timm, torchvision and Hugging Face models by name: find them on the Models page.")
 widgets.set_param("model", model_name)
 model = by_name[model_name]
-errors_at = {}  # field key -> st.empty() beside that field
+errors_at = {}  # field key (SpecError.field) -> st.empty() beside that field
 
 
 def field_error(key: str) -> None:
     """Reserve the spot beside a field where its validation error will appear."""
     errors_at[key] = st.empty()
+
+
+# Expanders that hold fields, so one refused field opens its expander: an error is never hidden
+# inside a closed one.
+SECTIONS = {"compile": {"backend", "dynamic", "fullgraph"},
+            "budget": {"warmup_calls", "min_samples", "pipeline_k", "min_time_s", "max_time_s",
+                       "timeout_s", "seed"}}
+OPEN_FOR_ERRORS = "new-run-open-for-errors"
+
+
+def section(label: str, name: str):  # noqa: ANN201 - Streamlit's expander container
+    """The expander ``name``, opened while the last check refused one of its fields."""
+    key = f"section-{name}"
+    if name in st.session_state.get(OPEN_FOR_ERRORS, ()):
+        st.session_state[key] = True
+    return st.expander(label, key=key, on_change="rerun")
+
+
+def open_sections_with_errors(errors: dict[str, str]) -> None:
+    """Rerun once when a closed section newly holds a refused field, so it opens."""
+    wanted = {name for name, keys in SECTIONS.items() if keys & set(errors)}
+    newly = wanted - set(st.session_state.get(OPEN_FOR_ERRORS, ()))
+    st.session_state[OPEN_FOR_ERRORS] = wanted
+    if newly:
+        st.rerun()
+
+
+def index_of(options: list, value: object) -> int:
+    """The spec's default among a widget's options (the first when it is not offered)."""
+    return options.index(value) if value in options else 0
+
+
+def option_number(label: str, key: str, step: float, **kw: object) -> float:
+    """A numeric spec option: its default and limits are the validator's (dashboard.spec
+    number_widget), with the error spot under it."""
+    args = number_widget(key)
+    value = st.number_input(label, **args, step=type(args["value"])(step), key=key, **kw)
+    field_error(key)
+    return value
 
 
 # ---------------------------------------------------------------- shape
@@ -88,9 +129,11 @@ for i, d in enumerate(model.dims):
         # to 2; this way 2.5 reaches build_spec, which says "must be a whole number".
         dims[d.name] = st.number_input(
             d.name, value=float(d.default), step=1.0, format="%g",
+            min_value=None if d.min is None else float(d.min),
+            max_value=None if d.max is None else float(d.max),
             key=f"dim-{model.name}-{d.name}",
             help=f"{d.help + '. ' if d.help else ''}Range {d.range_text()}.")
-        field_error(f"dim.{d.name}")
+        field_error(f"dims.{d.name}")
 
 sweep_dim = st.selectbox(
     "Sweep over one dim (optional)", ["(no sweep)", *[d.name for d in model.sweepable]],
@@ -112,7 +155,8 @@ field_error("sweep")
 
 c1, c2 = st.columns(2)
 with c1:
-    dtype = st.selectbox("dtype", list(model.dtypes), key="dtype")
+    dtype = st.selectbox("dtype", list(model.dtypes), key="dtype",
+                         index=index_of(list(model.dtypes), DEFAULTS["dtype"]))
     field_error("dtype")
 with c2:
     devices, preferred = hardware.device_choices(workers)
@@ -145,6 +189,7 @@ if workers:
 # ---------------------------------------------------------------- variants and options
 st.subheader("Variants")
 step = st.radio("What one timed call is", list(STEPS), horizontal=True, key="step",
+                index=index_of(list(STEPS), DEFAULTS["step"]),
                 help="inference: one forward under no_grad. train: one training step — forward, "
                      "loss, backward and optimizer step on a fixed batch drawn from the seed.")
 field_error("step")
@@ -152,72 +197,82 @@ train = step == "train"
 variants = st.multiselect(
     "Compile variants (eager is always measured as the baseline)",
     list(COMPILE_VARIANTS) + (list(OPT_VARIANTS) if train else []),
-    default=["default"], key="variants-train" if train else "variants",
+    default=[v for v in DEFAULTS["variants"] if v != "eager"],
+    key="variants-train" if train else "variants",
     help="torch.compile modes. reduce-overhead adds CUDA graphs; max-autotune benchmarks "
          "kernel configs while compiling (slow compile). MODE+opt (training): the optimizer "
          "step compiled too; eager+opt compiles the optimizer step alone.")
 field_error("variants")
-optimizer, optimizer_impl, lr, autocast, accuracy_steps = "adamw", "default", 1e-4, "none", 3
+optimizer, optimizer_impl, lr, autocast, accuracy_steps = (
+    DEFAULTS[k] for k in ("optimizer", "optimizer_impl", "lr", "autocast", "accuracy_steps"))
 if train:
     with st.expander("Training step", expanded=True):
         t1, t2, t3 = st.columns(3)
-        optimizer = t1.selectbox("Optimizer", list(OPTIMIZERS), key="optimizer")
-        optimizer_impl = t1.selectbox("Implementation", list(OPTIMIZER_IMPLS),
-                                      key="optimizer_impl",
-                                      help="foreach / fused kernels where torch has them.")
-        lr = t2.number_input("Learning rate", value=1e-4, format="%.1e", key="lr")
-        autocast = t2.selectbox("Autocast", list(AUTOCASTS), key="autocast",
-                                help="Mixed precision on float32 parameters (dtype float32); "
-                                     "float16 adds a GradScaler.")
+        with t1:
+            optimizer = st.selectbox("Optimizer", list(OPTIMIZERS), key="optimizer",
+                                     index=index_of(list(OPTIMIZERS), DEFAULTS["optimizer"]))
+            field_error("optimizer")
+            optimizer_impl = st.selectbox(
+                "Implementation", list(OPTIMIZER_IMPLS), key="optimizer_impl",
+                index=index_of(list(OPTIMIZER_IMPLS), DEFAULTS["optimizer_impl"]),
+                help="foreach / fused kernels where torch has them.")
+            field_error("optimizer_impl")
         with t2:
+            lr = option_number("Learning rate", "lr", 1e-5, format="%.1e")
+            autocast = st.selectbox("Autocast", list(AUTOCASTS), key="autocast",
+                                    index=index_of(list(AUTOCASTS), DEFAULTS["autocast"]),
+                                    help="Mixed precision on float32 parameters (dtype "
+                                         "float32); float16 adds a GradScaler.")
             field_error("autocast")
-        accuracy_steps = t3.number_input("Accuracy after N steps", value=3, step=1,
-                                         key="accuracy_steps",
-                                         help="Loss and parameters after N steps are compared "
-                                              "with a float64 run.")
         with t3:
-            field_error("accuracy_steps")
+            accuracy_steps = option_number(
+                "Accuracy after N steps", "accuracy_steps", 1,
+                help="Loss and parameters after N steps are compared with a float64 run.")
 
-with st.expander("Compile options"):
+with section("Compile options", "compile"):
     o1, o2, o3 = st.columns(3)
     backend = o1.selectbox("Backend", list(BACKENDS), key="backend",
+                           index=index_of(list(BACKENDS), DEFAULTS["backend"]),
                            help="Modes apply to inductor only; aot_eager/eager test plumbing.")
     with o1:
         field_error("backend")
-    dynamic_label = o2.selectbox("dynamic", list(DYNAMIC_CHOICES), key="dynamic",
-                                 help="None: static first, dynamic after a shape change.")
-    fullgraph = o3.checkbox("fullgraph (error on graph breaks)", key="fullgraph")
+    dynamic_label = o2.selectbox(
+        "dynamic", list(DYNAMIC_CHOICES), key="dynamic",
+        index=list(DYNAMIC_CHOICES.values()).index(DEFAULTS["dynamic"]),
+        help="None: static first, dynamic after a shape change.")
+    with o2:
+        field_error("dynamic")
+    fullgraph = o3.checkbox("fullgraph (error on graph breaks)", key="fullgraph",
+                            value=DEFAULTS["fullgraph"])
+    with o3:
+        field_error("fullgraph")
 grid_choice, grid_limit = grid_form()  # several values per option: a grid
 field_error("grid")
+field_error("grid_limit")
 
-with st.expander("Measurement budget"):
+with section("Measurement budget", "budget"):
     m1, m2, m3 = st.columns(3)
     with m1:
-        warmup_calls = st.number_input("Warm-up calls", value=10, step=1, key="warmup_calls",
-                                       help="Calls 1..N timed one by one (call 1 compiles).")
-        field_error("warmup_calls")
-        min_samples = st.number_input("Minimum samples", value=30, step=1, key="min_samples")
-        field_error("min_samples")
-        pipeline_k = st.number_input("Pipelined calls K", value=50, step=1, key="pipeline_k",
-                                     help="K back-to-back calls, one synchronise; fewer where K "
-                                          "calls would take over about 75 ms.")
-        field_error("pipeline_k")
+        warmup_calls = option_number("Warm-up calls", "warmup_calls", 1,
+                                     help="Calls 1..N timed one by one (call 1 compiles).")
+        min_samples = option_number("Minimum samples", "min_samples", 1)
+        pipeline_k = option_number("Pipelined calls K", "pipeline_k", 1,
+                                   help="K back-to-back calls, one synchronise; fewer where K "
+                                        "calls would take over about 75 ms.")
     with m2:
-        min_time = st.number_input("Minimum time (s)", value=0.5, step=0.5, key="min_time_s")
-        field_error("min_time_s")
-        max_time = st.number_input("Maximum time (s)", value=10.0, step=1.0, key="max_time_s")
-        field_error("max_time_s")
-        timeout = st.number_input("Timeout per variant (s)", value=1800.0, step=60.0,
-                                  key="timeout_s", help="A variant past it is stopped and "
-                                  "stored as failed (timeout); the others carry on.")
-        field_error("timeout_s")
+        min_time = option_number("Minimum time (s)", "min_time_s", 0.5)
+        max_time = option_number("Maximum time (s)", "max_time_s", 1.0)
+        timeout = option_number("Timeout per variant (s)", "timeout_s", 60.0,
+                                help="A variant past it is stopped and stored as failed "
+                                     "(timeout); the others carry on.")
     with m3:
-        seed = st.number_input("Seed", value=0, step=1, key="seed")
-        field_error("seed")
-        profile = st.checkbox("Profiler pass (kernels per call)", value=True, key="profile")
-        warm_cache = st.checkbox("Warm-cache compile (2nd process)", value=True,
-                                 key="warm_cache")
-        keep_trace = st.checkbox("Keep TORCH_TRACE log", value=False, key="keep_trace",
+        seed = option_number("Seed", "seed", 1)
+        profile = st.checkbox("Profiler pass (kernels per call)", value=DEFAULTS["profile"],
+                              key="profile")
+        warm_cache = st.checkbox("Warm-cache compile (2nd process)",
+                                 value=DEFAULTS["warm_cache"], key="warm_cache")
+        keep_trace = st.checkbox("Keep TORCH_TRACE log", value=DEFAULTS["keep_trace"],
+                                 key="keep_trace",
                                  help="Keep torch's structured compile log of each compiled "
                                  "variant's cold compile, downloadable from the run (open it "
                                  "with tlparse). Logging adds a little to that compile.")
@@ -234,14 +289,15 @@ request = RunRequest(
     backend=backend, dynamic=DYNAMIC_CHOICES[dynamic_label], fullgraph=fullgraph,
     warmup_calls=warmup_calls, min_samples=min_samples, min_time_s=min_time,
     max_time_s=max_time, pipeline_k=pipeline_k, timeout_s=timeout, seed=seed, profile=profile,
-    warm_cache=warm_cache, keep_trace=keep_trace, step=step, optimizer=optimizer, optimizer_impl=optimizer_impl,
-    lr=float(lr), autocast=autocast, accuracy_steps=int(accuracy_steps),
+    warm_cache=warm_cache, keep_trace=keep_trace, step=step, optimizer=optimizer,
+    optimizer_impl=optimizer_impl, lr=lr, autocast=autocast, accuracy_steps=accuracy_steps,
     sweep_dim=None if sweep_dim == "(no sweep)" else sweep_dim,
     sweep_values=sweep_values, sweep_weights=sweep_weights, tags=tags, note=note,
     grid=grid_choice, grid_limit=grid_limit, require_gpu=require_gpu,
     require_torch=require_torch,
 )
 check = build_spec(request, model, devices, engine_check=data.engine_normalise)
+open_sections_with_errors(check.errors)
 for key, message in check.errors.items():
     (errors_at.get(key) or st).error(safe.md(message, 500), icon=":material/warning:")
 for w in check.warnings:

@@ -31,8 +31,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from contract import fmt
+from contract.schema import BOUNDS
 
-MAX_REQUESTS = 100_000
+MAX_REQUESTS = int(BOUNDS["mix_requests"].hi)
 
 
 def check(spec: dict[str, Any]) -> None:
