@@ -66,7 +66,7 @@ BUDGET = {"processes": 2, "max_processes": 2, "min_samples": 20, "min_time_s": 0
 def pareto_lines(rows: list[dict]) -> list[str]:
     """The non-dominated configs on both Pareto views, as text (the dashboard draws them)."""
     out = []
-    for axis, label in (("first_call_cold_s", "cold compile s"), ("peak_memory", "peak MiB")):
+    for axis, label in (("first_call_cold_s", "cold compile s"), ("peak_memory", "peak reserved MiB")):
         pts = sorted(mark(rows, axis), key=lambda p: p["x"])
         front = [f"{p['row']['variant']} ({p['x']:.3g} {label.split()[-1]}, {p['y']:.3g} ms)"
                  for p in pts if p["front"]]

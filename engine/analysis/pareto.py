@@ -18,7 +18,7 @@ from engine.analysis.verdict import accuracy_failure
 
 # x axes: figure name -> (label, scale to display units)
 X_AXES = {"first_call_cold_s": ("cold compile + first call (s)", 1.0),
-          # reserved: what the process holds (the variants table shows allocated bytes)
+          # peak_bytes below: the one memory figure of the grid views, show and recommend
           "peak_memory": ("peak reserved memory (MiB)", 1 / 2**20)}
 
 
@@ -33,8 +33,16 @@ def front(points: Sequence[tuple[float, float]]) -> list[bool]:
 
 
 def peak_bytes(row: Mapping[str, Any]) -> float | None:
-    """What the process holds at its peak: reserved bytes where measured, else allocated."""
+    """The memory figure the Pareto view, ``show``'s table and ``recommend --memory-mib`` all
+    use: what the process holds from the device at its peak, the caching allocator's reserved
+    bytes (what another process or an out-of-memory error sees; the tensors themselves, the
+    allocated bytes, are less), and allocated where reserved was not measured."""
     return fmt.num(row.get("peak_reserved_bytes")) or fmt.num(row.get("peak_allocated_bytes"))
+
+
+def peak_kind(row: Mapping[str, Any]) -> str:
+    """Which bytes ``peak_bytes`` took: "reserved" or "allocated"."""
+    return "reserved" if fmt.num(row.get("peak_reserved_bytes")) else "allocated"
 
 
 def x_value(row: Mapping[str, Any], axis: str) -> float | None:

@@ -25,7 +25,8 @@ without a speedup keeps its own median.
 
 Candidates are eager and the compiled variants that finished and pass the one accuracy judgement
 (``engine.analysis.verdict.accuracy_failure``), and, with a memory budget, whose peak memory fits it
-(reserved bytes where measured: what the process holds; else allocated).
+(``engine.analysis.pareto.peak_bytes``: reserved bytes where measured, what the process holds;
+else allocated; the same figure as the Pareto view and ``show``'s table).
 
 Intervals: the stats block gives a 95 % interval for each compiled variant's speedup over eager
 (paired rounds, several processes), so the per-call time lies in ``[eager / s_high,
@@ -47,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract import fmt
+from engine.analysis.pareto import peak_bytes, peak_kind
 from engine.analysis.verdict import accuracy_failure
 
 Row = Mapping[str, Any]
@@ -189,10 +191,6 @@ def _signed(value: float | None) -> str:
     return ("-" if value < 0 else "") + _dur(abs(value))
 
 
-def _peak(row: Row) -> float | None:
-    return fmt.num(row.get("peak_reserved_bytes")) or fmt.num(row.get("peak_allocated_bytes"))
-
-
 def _eager_first_s(rows: list[Row], eager: Row) -> tuple[float, str | None]:
     """Eager's first call after CUDA start-up, as break-even uses it (see the module doc)."""
     for r in rows:
@@ -227,12 +225,13 @@ def _left_out(r: Row, budget: float | None, memory_mib: float | None,
         return "no per-call measurement"
     if name != "eager" and accuracy_failure(r):
         return "fails the accuracy check"
-    peak = _peak(r)
+    peak = peak_bytes(r)
     if budget is not None:
         if peak is None:
             unknown_mem.append(name)
         elif peak > budget:
-            return f"peak {fmt.mib(peak)} exceeds the {memory_mib:,.0f} MiB budget"
+            return (f"peak {peak_kind(r)} memory {fmt.mib(peak)} exceeds the "
+                    f"{memory_mib:,.0f} MiB budget")
     return None
 
 
@@ -271,7 +270,7 @@ def _candidate(r: Row, rows: list[Row], eager_ms: float | None, warm_cache: bool
             return None
         if s and s_lo and s_hi and s_lo > 0:
             lo, hi = per * s / s_hi, per * s / s_lo
-    return Candidate(name, first, per, min(lo, per), max(hi, per), _peak(r))
+    return Candidate(name, first, per, min(lo, per), max(hi, per), peak_bytes(r))
 
 
 def candidates(rows: Iterable[Row], *, warm_cache: bool = False,

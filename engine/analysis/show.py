@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from engine.analysis import decode_report, forensics_report, train_report
+from engine.analysis.pareto import peak_bytes, peak_kind
 from engine.analysis.verdict import decide
 from engine.measure.hostload import BUSY_HOST_CORES
 from engine.measure.pipeline_k import describe as describe_k
@@ -37,7 +38,7 @@ ROW = [
     ("speedup (95% CI)", None, None),
     ("processes, spread", None, None),
     ("break-even calls", None, None),
-    ("peak MiB", "peak_allocated_bytes", None),
+    ("peak reserved MiB", None, None),
     ("graphs/breaks/recomp", None, None),
     ("kernels/call", "kernels_per_call", "{:.1f}"),
     ("err vs fp64 (eager)", None, None),
@@ -79,9 +80,10 @@ def _cell(row: dict[str, Any], key: str | None, fmt: str | None, label: str) -> 
             return "-" if _blank(v) else f"rel {v:.1e} vs eager"
         mark = {True: " ok", False: " FAIL"}.get(row.get("accuracy_ok"), "")
         return ("-" if _blank(c) else f"{c:.1e}") + f" ({e:.1e}){mark}"
-    if label == "peak MiB":
-        v = row.get(key)
-        return "-" if _blank(v) else f"{v / 2**20:.1f}"
+    if label == "peak reserved MiB":  # the grid views' and recommend's figure (pareto)
+        v = peak_bytes(row)
+        return "-" if v is None else f"{v / 2**20:.1f}" + (
+            "" if peak_kind(row) == "reserved" else " (alloc)")
     if label == "kernels/call" and row["variant"] != "eager" and not _blank(row.get(key)):
         eager_k = row.get("eager_kernels_per_call")
         return f"{row[key]:.1f}" + ("" if _blank(eager_k) else f" (eager {eager_k:.1f})")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract import fmt
+
 PHASES = ("forward", "backward", "optimizer")
 
 
@@ -14,13 +16,13 @@ def _ms(v: Any) -> float | None:
 
 
 def split_text(phases: dict[str, Any]) -> str | None:
-    """``forward 1.20 ms, backward 2.40 ms, optimizer 0.30 ms (step 3.90 ms)``."""
+    """``forward 1.2 ms, backward 2.4 ms, optimizer 0.3 ms (step 3.9 ms)``; seconds past 1 s."""
     parts = [(p, _ms(phases.get(f"{p}_ms"))) for p in PHASES]
     if any(ms is None for _, ms in parts):
         return None
     step = _ms(phases.get("step_ms"))
-    return ", ".join(f"{p} {ms:.3g} ms" for p, ms in parts) + (
-        f" (step {step:.3g} ms)" if step is not None else "")
+    return ", ".join(f"{p} {fmt.seconds(ms / 1e3)}" for p, ms in parts) + (
+        f" (step {fmt.seconds(step / 1e3)})" if step is not None else "")
 
 
 def lines(rows: list[dict[str, Any]]) -> list[str]:

@@ -44,7 +44,9 @@ def add_recommend_parser(sub: Any, run_id_type: Any) -> argparse.ArgumentParser:
     p.add_argument("--warm-cache", action="store_true",
                    help="the compile cache is warm at start (a restart on the same host)")
     p.add_argument("--memory-mib", type=_mib, default=None, metavar="M",
-                   help="leave out configs whose peak GPU memory exceeds M MiB")
+                   help="leave out configs whose peak GPU memory exceeds M MiB (reserved "
+                        "bytes, what the process holds; allocated where reserved was not "
+                        "measured: the figure show and the Pareto view use)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return p
 
