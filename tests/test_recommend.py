@@ -157,6 +157,12 @@ def test_recommend_command_on_imported_h200_runs(tmp_path: Path) -> None:
     for calls in ("0", "inf", "1e400"):  # int(inf) used to raise before the range check
         bad = run_cli("recommend", bert, "--calls", calls, "--db", url)
         assert bad.returncode == 2 and "call count" in bad.stderr and "Traceback" not in bad.stderr
+    # the bundle's BERT grid (run 30): reduce-overhead configs hold 636-756 MiB reserved
+    grid = run_cli("recommend", ids[29], "--calls", "1e6", "--memory-mib", "600", "--db", url)
+    assert grid.returncode == 0, grid.stderr
+    assert "Left out: reduce-overhead@fg=0,frz=0 (peak reserved memory 636.0 MiB exceeds the " \
+        "600 MiB budget)." in grid.stdout
+    assert not grid.stdout.splitlines()[0].startswith("Recommend: reduce-overhead")
     missing = run_cli("recommend", "999", "--calls", "10", "--db", url)
     assert missing.returncode == 2 and "no run 999" in missing.stderr
 
