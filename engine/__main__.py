@@ -8,6 +8,11 @@ from engine.cli.main import main  # noqa: E402
 
 try:
     code = main()
+except KeyboardInterrupt:
+    # Ctrl-C before a command's own handling took over (the worker probing the host at start):
+    # a stop, not a crash; one line instead of a traceback
+    print("stopped (Ctrl-C)", file=sys.stderr)
+    code = 130  # 128 + SIGINT, as a shell reports it
 except BrokenPipeError:
     # the reader went away (`python -m engine show 1 | head`): stop quietly, as Unix tools
     # do; what is left in the buffer goes nowhere instead of raising again at exit
