@@ -1,10 +1,14 @@
-"""Compile-forensics acceptance (issue 14) on a CUDA host: BERT-base and the GPT stack with the
-four start-up strategies, cache hits and misses per compile, CUDA-graph coverage and the
-lost-time account; the graph-break model for the account's three named breaks.
+"""Compile-forensics acceptance (issues 14, 41) on a CUDA host: BERT-base and the GPT stack with
+the four start-up strategies, cache hits and misses per compile (FX graph, AOTAutograd, Triton
+bundles, the kernels' autotune cache), CUDA-graph coverage, the lost-time account and bytes per
+call against the copy ceiling; the graph-break model for the account's three named breaks; the
+seed MLP under max-autotune, whose warm-cache compile must find every autotuned kernel's best
+config in the cache (``mlp``: exit 1 when it does not).
 
     python acceptance/forensics_acceptance.py --db sqlite:///$OUT/f.db --only bert_base
     python acceptance/forensics_acceptance.py --db sqlite:///$OUT/f.db --only gpt_decoder,graph_breaks \\
         --bundle $OUT/forensics_bundle.json
+    python acceptance/forensics_acceptance.py --db sqlite:///$OUT/f.db --only mlp
 
 Each model is one run through the engine's own path (validate, queue, claim, execute, store);
 each command stays within 10 minutes on an H200 when given one or two models. ``show`` prints
@@ -40,10 +44,15 @@ CONFIGS = {  # model: (dims, dtype, variants)
     "gpt_decoder": ({"batch": 8, "seq": 256, "layers": 4, "hidden": 512, "heads": 8,
                      "vocab": 8192}, "bfloat16", ["eager", "default", "reduce-overhead"]),
     "graph_breaks": ({"batch": 32, "hidden": 256}, "float32", ["eager", "default"]),
+    # the seed MLP (1024-ReLU-1024, b32): max-autotune's cold compile autotunes, its warm one
+    # must find every result in the cache (Triton counters and autotune_cache_state)
+    "mlp": ({"batch": 32}, "float32", ["eager", "max-autotune"]),
 }
 TINY = {"bert_base": {"batch": 1, "seq": 8}, "graph_breaks": {"batch": 4, "hidden": 16},
         "gpt_decoder": {"batch": 1, "seq": 8, "layers": 2, "hidden": 32, "heads": 2,
-                        "vocab": 64}}
+                        "vocab": 64}, "mlp": {"batch": 4, "hidden": 16}}
+# no start-up strategies for these (not what they are for)
+NO_STARTUP = {"graph_breaks", "mlp"}
 # Two measuring processes per compiled variant (cold + warm local cache) and short budgets: the
 # point here is the forensics, not a tight speedup interval, and each command must end in 10 min.
 BUDGET = {"processes": 2, "max_processes": 2, "min_samples": 30, "min_time_s": 0.5,
@@ -94,6 +103,43 @@ def summary(db, run_ids: list[int]) -> str:
             if v.get("warm_cache_missed"):
                 lines.append(f"{'':31s}warm cache missed: {v.get('warm_cache_miss_reason')}")
     return "\n".join(lines)
+
+
+def triton_lines(db, run_ids: list[int]) -> list[str]:
+    """Per compile of each compiled variant: torch's Triton counters and the kernels' autotune
+    cache decisions, as ``show`` says them."""
+    from engine.analysis.forensics_report import cache_line
+
+    out = ["== caches per compile (torch's counter names) =="]
+    for rid in run_ids:
+        for v in run_json(db, rid)["variants"]:
+            line = cache_line(v) if v["variant"] != "eager" else None
+            if line:
+                out.append(f"run {rid}{line}")
+    return out
+
+
+def check_autotune(db, run_id: int) -> list[str]:
+    """A max-autotune variant's warm-cache compiles: no kernel autotuned again
+    (``autotune_cache_state`` has no miss; the hits are the best configs found) and no
+    algorithm selection was benchmarked again. Problems, one line each (empty: it held)."""
+    problems = []
+    for v in run_json(db, run_id)["variants"]:
+        if not v["variant"].startswith("max-autotune") or v["status"] != "ok":
+            continue
+        warm = [c for c in v.get("compile_cache") or [] if c.get("phase") == "warm_cache"]
+        if not warm:
+            problems.append(f"run {run_id} {v['variant']}: no warm-cache compile")
+        for c in warm:
+            states = c.get("autotune_cache_state") or {}
+            again = (c.get("counters") or {}).get("select_algorithm_autotune", 0)
+            if states.get("miss") or again:
+                problems.append(f"run {run_id} {v['variant']}: warm-cache compile autotune "
+                                f"states {states}, select_algorithm_autotune={again}")
+            elif not states.get("hit"):  # only single-config kernels: nothing to look up
+                print(f"note: run {run_id} {v['variant']}: no kernel with an autotune decision "
+                      f"in the warm-cache compile ({states}); nothing was tuned again")
+    return problems
 
 
 def check_traces(db, run_id: int, out_dir: Path) -> list[str]:
@@ -147,15 +193,18 @@ def main() -> int:
                           pipeline_k=3)
         spec = normalise({"model": model, "dims": dims, "dtype": dtype, "device": args.device,
                           "variants": variants, "backend": args.backend,
-                          "startup": model != "graph_breaks",
+                          "startup": model not in NO_STARTUP,
                           "keep_trace": bool(args.keep_trace), **budget}, check_device=True)
         rid = measure(db, spec, [TAG, args.device], "forensics-acceptance")
         run_ids.append(rid)
         print(format_run(db, rid), flush=True)
         if args.keep_trace:
             problems += check_traces(db, rid, Path(args.keep_trace))
+        if model == "mlp" and args.device.startswith("cuda"):  # no Triton on a CPU
+            problems += check_autotune(db, rid)
     print()
     print(summary(db, run_ids))
+    print("\n".join(triton_lines(db, run_ids)))
     if args.bundle:
         done = queries.list_runs(db, tag=TAG)
         ids = [int(r) for r, s in zip(done["run_id"], done["status"], strict=True)
@@ -163,7 +212,7 @@ def main() -> int:
         Path(args.bundle).write_text(json.dumps(export_bundle(db, ids)))
         print(f"bundle of runs {ids} written to {args.bundle}")
     for p in problems:
-        print(f"TRACE CHECK FAILED: {p}")
+        print(f"CHECK FAILED: {p}")
     if args.keep_trace and not problems:
         print("trace check: every compiled variant that measured kept its TORCH_TRACE log")
     return 1 if problems else 0

@@ -1,11 +1,17 @@
-"""GPU acceptance for issue 19: LLM decoding and registry models by name.
+"""GPU acceptance for issues 19 and 41: LLM decoding and registry models by name.
 
 1. ``llama_decode`` at a ~1B-parameter Llama shape (16 layers, hidden 2048, 32 heads, vocab
    32000: 0.95 B parameters), bfloat16, batch 1, prompt 128, 128 new tokens: per variant time to
    first token, per-token latency, tokens/s, the speedup over eager measured in the same process,
    compile cost and break-even in tokens, and whether decoding recompiles.
-2. ``timm:vit_base_patch16_224`` (bf16, batch 32) and ``hf:gpt2`` (bf16, batch 8, seq 128)
-   inference, eager vs default vs reduce-overhead.
+   Also the generation's accuracy against float64 (teacher-forced logits per step, the tolerance
+   stated), its memory (weights, KV cache, peak while generating) and tokens/s against the run's
+   one eager.
+2. ``timm:vit_base_patch16_224`` (bf16, batch 32), ``hf:gpt2`` (bf16, batch 8, seq 128) and
+   ``hf:t5`` (T5's default config, t5-small's shape; bf16, batch 8, seq 128) inference, eager vs
+   default vs reduce-overhead; Llama- and Mistral-style ``hf:`` decoders by name with random
+   weights through transformers' ``generate()`` and its static cache (``hf_decode``,
+   ``hf_mistral``).
 
 Each command measures one group so that it fits in 10 minutes on an H200 (cold compiles of the
 decode step and of the prefill take tens of seconds each, and every compiled variant runs in
@@ -16,7 +22,9 @@ decode step and of the prefill take tens of seconds each, and every compiled var
     python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only decode --variant max-autotune   # optional
     python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only vit
     python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only gpt2
-    python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only hf_decode   # optional: HF generate()
+    python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only t5
+    python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only hf_decode --variant reduce-overhead
+    python acceptance/models_acceptance.py --db sqlite:///$OUT/m.db --only hf_mistral --variant reduce-overhead
 
 then, on any host with the databases (several --db are merged into the first):
 
@@ -57,6 +65,15 @@ GROUPS: dict[str, dict[str, list[str]]] = {
                            *[a for d in ("batch=1", "seq=128", "new_tokens=128", "layers=16",
                                          "hidden=2048", "heads=32") for a in ("--dim", d)]],
                   "variants": ["reduce-overhead"]},
+    # the same shape as a Mistral-style decoder (grouped-query attention: 8 key/value heads of
+    # 32, as Mistral's config has them), through generate()
+    "hf_mistral": {"args": ["--model", "hf:mistral", "--dtype", "bfloat16",
+                            *[a for d in ("batch=1", "seq=128", "new_tokens=128", "layers=16",
+                                          "hidden=2048", "heads=32") for a in ("--dim", d)]],
+                   "variants": ["reduce-overhead"]},
+    # an encoder-decoder by name: T5's default config, teacher-forced LM head
+    "t5": {"args": ["--model", "hf:t5", "--dim", "batch=8", "--dim", "seq=128",
+                    "--dtype", "bfloat16"], "variants": ["default", "reduce-overhead"]},
 }
 TINY: dict[str, list[str]] = {
     "decode": ["--model", "llama_decode", "--dtype", "float32",
@@ -68,6 +85,11 @@ TINY: dict[str, list[str]] = {
     "hf_decode": ["--model", "hf:llama", "--dim", "batch=1", "--dim", "seq=8", "--dim",
                   "new_tokens=4", "--dim", "layers=1", "--dim", "hidden=32", "--dim", "heads=4",
                   "--dtype", "float32"],
+    "hf_mistral": ["--model", "hf:mistral", "--dim", "batch=1", "--dim", "seq=8", "--dim",
+                   "new_tokens=4", "--dim", "layers=1", "--dim", "hidden=32", "--dim", "heads=4",
+                   "--dtype", "float32"],
+    "t5": ["--model", "hf:t5", "--dim", "batch=2", "--dim", "seq=8", "--dim", "layers=1",
+           "--dim", "hidden=32", "--dim", "heads=4", "--dtype", "float32"],
 }
 TINY_BUDGET = ["--warmup-calls", "3", "--min-samples", "3", "--min-time", "0", "--max-time",
                "0.5", "--pipeline-k", "2", "--processes", "1", "--max-processes", "1",
@@ -76,7 +98,10 @@ TINY_BUDGET = ["--warmup-calls", "3", "--min-samples", "3", "--min-time", "0", "
 # minutes: the cold one compiles the step and the prefill, then runs 3 + 2 x 3 generations of
 # each side; ViT-B and GPT-2 keep the default three.
 GPU_BUDGET = {"decode": ["--processes", "2", "--max-processes", "2"], "vit": [], "gpt2": [],
-              "hf_decode": ["--processes", "2", "--max-processes", "2"]}
+              "hf_decode": ["--processes", "2", "--max-processes", "2"],
+              "hf_mistral": ["--processes", "2", "--max-processes", "2"], "t5": []}
+# the groups a bare command runs: those that need more than 10 minutes are asked for by name
+OPTIONAL = {"hf_decode", "hf_mistral"}
 
 
 def run_once(group: str, variants: list[str], db: str, tiny: bool, timeout: float) -> int:
@@ -111,9 +136,12 @@ def _runs(db: object) -> list[dict]:
 
 def decode_table(runs: list[dict]) -> str:
     """Per decode variant: generation figures (engine/measure/decode.py) and the decode step's own."""
-    head = ["run", "variant", "TTFT ms", "ms/token", "tokens/s", "decode tok/s", "x eager tok/s",
-            "x TTFT", "compile s", "break-even tokens", "recompiles", "step ms", "step x [CI]",
-            "params", "acc"]
+    from engine.analysis.decode_report import speedup_vs_run_eager
+
+    head = ["run", "variant", "TTFT ms", "ms/token", "tokens/s", "decode tok/s",
+            "x run eager tok/s", "x paired tok/s", "x TTFT", "compile s", "break-even tokens",
+            "recompiles", "step ms", "step x [CI]", "params", "acc", "gen fp64 (worst/allowed)",
+            "top1", "weights MiB", "KV MiB", "peak MiB"]
     rows = [head]
     for run in runs:
         generating = run["model"] == "llama_decode" or any(
@@ -131,22 +159,48 @@ def decode_table(runs: list[dict]) -> str:
                   f"{_f(r.get('speedup'), '.2f')}x [{_f(r.get('speedup_ci_low'), '.2f')},"
                   f"{_f(r.get('speedup_ci_high'), '.2f')}]")
             be = d.get("break_even_tokens")
+            key = "decode" if isinstance(r.get("decode"), dict) else "hf_generate"
+            vs_run = (1.0 if r["variant"] == "eager" else
+                      speedup_vs_run_eager(run["variants"], r, key, "tokens_per_s"))
             rows.append([
                 str(run["run_id"]) + ("" if isinstance(r.get("decode"), dict) else " hf"), r["variant"],
                 _f(d.get("ttft_ms"), ".2f"),
                 _f(d.get("per_token_ms"), ".3f"), _f(d.get("tokens_per_s"), ".1f"),
-                _f(d.get("decode_tokens_per_s"), ".1f"),
+                _f(d.get("decode_tokens_per_s"), ".1f"), _f(vs_run, ".2f"),
                 _f(d.get("tokens_per_s_speedup"), ".2f"), _f(d.get("ttft_speedup"), ".2f"),
                 _f(d.get("compile_s"), ".1f"),
                 "-" if r["variant"] == "eager" else ("never" if be is None else f"{be:,.0f}"),
                 f"{d.get('decode_recompiles')}" + (" PER STEP" if d.get("recompiles_per_step")
                                                    else ""),
                 _f(r.get("median_ms"), ".3f"), ci,
-                _f((r.get("arch") or {}).get("parameters"), ",.0f"), str(r.get("accuracy_ok"))])
+                _f((r.get("arch") or {}).get("parameters"), ",.0f"), str(r.get("accuracy_ok")),
+                *_generation_cells(d)])
     lines = ["== generation per variant: llama_decode, and runs marked hf through transformers "
-             "generate() (tokens/s include the prefill; x: vs eager's generations in the same "
-             "process; step: the timed call) =="]
+             "generate() (tokens/s include the prefill; x run eager: vs the geometric mean of "
+             "every process's eager generations; x paired: vs eager's generations in the same "
+             "process; step: the timed call; gen fp64: the generation's logits against float64, "
+             "teacher-forced; peak: while generating) =="]
     return "\n".join(lines + _align(rows))
+
+
+def _generation_cells(d: dict) -> list[str]:
+    """The generation's float64 verdict (worst error / its allowance), top-1 agreement and
+    memory (engine/measure/decode.py; hf_generate has neither: dashes)."""
+    acc = d.get("accuracy") if isinstance(d.get("accuracy"), dict) else {}
+    w = acc.get("worst") if isinstance(acc.get("worst"), dict) else {}
+    err = w.get("compiled_error") if w.get("compiled_error") is not None else w.get(
+        "eager_error")
+    verdict = ("-" if not acc else f"error: {str(acc['error'])[:40]}" if acc.get("error") else
+               f"{'ok' if acc.get('ok') else 'FAILED'} {_f(err, '.2g')}/"
+               f"{_f(w.get('allowed'), '.2g')}")
+    mem = d.get("memory") if isinstance(d.get("memory"), dict) else {}
+
+    def mib(k: str) -> str:
+        v = mem.get(k)
+        return _f(v / 2**20 if isinstance(v, (int, float)) else None, ".3g")
+
+    return [verdict, _f(acc.get("top1_agreement"), ".0%"), mib("weights_bytes"),
+            mib("kv_cache_bytes"), mib("peak_allocated_bytes")]
 
 
 def inference_table(runs: list[dict]) -> str:
@@ -179,8 +233,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="database URL; with --table-only, further --db are merged into the "
                          "first")
     ap.add_argument("--only", choices=sorted(GROUPS), action="append",
-                    help="group(s) to measure (default: all but hf_decode, which needs more "
-                         "than 10 minutes)")
+                    help="group(s) to measure (default: all but hf_decode and hf_mistral, "
+                         "which need more than 10 minutes with the others)")
     ap.add_argument("--variant", default=None,
                     help="compiled variant(s), comma separated (default: default,reduce-overhead)")
     ap.add_argument("--timeout", type=float, default=540.0, help="seconds per variant child")
@@ -195,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.table_only:
         merge(db, args.db[1:], TAG)
     else:
-        for group in args.only or sorted(set(GROUPS) - {"hf_decode"}):
+        for group in args.only or sorted(set(GROUPS) - OPTIONAL):
             variants = args.variant.split(",") if args.variant else GROUPS[group]["variants"]
             run_id = run_once(group, variants, args.db[0], args.tiny, args.timeout)
             print(format_run(db, run_id), flush=True)

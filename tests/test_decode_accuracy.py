@@ -130,3 +130,8 @@ def test_report_states_the_tolerance_and_the_memory():
     cpu = dict(mem, peak_allocated_bytes=None, peak_reserved_bytes=None)
     text = "\n".join(decode_report.lines([_row("eager", 10.0, memory=cpu)]))
     assert "peak: GPU only" in text
+
+
+def test_a_small_cache_reads_in_kib_not_zero_mib():
+    mem = {"weights_bytes": 8 * 2**20, "kv_cache_bytes": 7168}
+    assert "KV cache 7 KiB" in decode_report.memory_line("eager", mem)

@@ -123,3 +123,16 @@ def test_chart_panels_each_add_up_to_one_per_variant():
     fig = charts_forensics.lost_time(cpu)
     assert len(fig.data) == 1 and fig.layout.annotations[0].text.startswith("Host time")
     assert charts_base.empty_message(fig) is None
+
+
+@pytest.mark.parametrize("cuda", [False, True])
+def test_cuda_graph_items_only_on_a_gpu(cuda):
+    """max-autotune on a CPU runs no CUDA graphs: its graphs are not 'not replayed as CUDA
+    graphs' and it has no coverage figure (it had both, 17 % uncaptured, on this CPU)."""
+    lt = object.__new__(losttime.LostTime)
+    lt.error, lt.cuda, lt.frames = None, cuda, {}
+    lt.timeline = {"events": _gpu_call(), "calls": 1, "kernels": [[100, 400]] if cuda else []}
+    out = lt.result({"wall_ms_per_call": 1.0}, {"backend": "inductor"}, "max-autotune")
+    kinds = {i["kind"] for i in out["lost_time"]["items"]}
+    assert ("uncaptured_cudagraph" in kinds) is cuda
+    assert ("cudagraph_coverage" in out) is cuda

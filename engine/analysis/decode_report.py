@@ -57,8 +57,9 @@ def speedup_vs_run_eager(rows: list[dict[str, Any]], row: dict[str, Any], key: s
 
 
 def _mib(v: Any) -> str:
-    return f"{v / 2**20:.0f} MiB" if isinstance(v, (int, float)) and not isinstance(v, bool) \
-        else "-"
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return "-"
+    return f"{v / 2**20:.0f} MiB" if v >= 2**20 else f"{v / 1024:.0f} KiB"
 
 
 def accuracy_line(variant: str, acc: Any) -> str | None:

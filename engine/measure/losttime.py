@@ -395,7 +395,9 @@ class LostTime:
             return {"lost_time": {"items": [], "error": self.error}}
         from engine.grid import mode_of
 
-        cudagraphs = mode_of(variant) in CUDAGRAPH_MODES and run.get("backend", "inductor") == "inductor"
+        # CUDA graphs only on a GPU: on a CPU these modes run without them, nothing to capture
+        cudagraphs = (self.cuda and mode_of(variant) in CUDAGRAPH_MODES
+                      and run.get("backend", "inductor") == "inductor")
         try:
             lost = account(self.timeline, self.frames, res.get("graph_breaks") or [],
                            wall_ms=res.get("wall_ms_per_call"), cuda=self.cuda,
