@@ -1,17 +1,101 @@
 """The connected workers as the New run page and the sidebar show them (pure, no Streamlit).
 
 Input: rows of ``storage.workers.live_workers`` (what each running worker registered: devices,
-GPU model and memory, torch release) and the queue. Never past runs' environments: an imported
-H200 run says nothing about the machine that would measure a run queued now.
+GPU model and memory, torch release, the models it can build) and the queue. Never past runs'
+environments: an imported H200 run says nothing about the machine that would measure a run
+queued now.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from contract.text import one_line
+from dashboard.catalogue import DEFAULT_DTYPES, ModelChoice, to_model_choice
 from storage.workers import capabilities_of
+
+# What a worker may register as a model name (engine/orchestrate/hardware.py catalogue_offer):
+# catalogue names and plugin:NAME. Anything else in the row (a path, a module reference, markup)
+# is not offered: the workers table is written by whoever can write the database.
+_OFFERED_NAME = re.compile(r"(plugin:)?[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
+_REGISTRY = re.compile(r"(timm|torchvision|hf):[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
+
+
+@dataclass(frozen=True)
+class Offer:
+    """The models the New run page offers. ``from_workers``: the connected workers said what
+    they can build (else the dashboard host's catalogue, as before workers registered one);
+    ``registries``: the prefixes (timm, torchvision, hf) some worker can build; ``host_lacks``:
+    offered names the dashboard host cannot build (validated by form, then by the worker)."""
+
+    models: list[ModelChoice]
+    from_workers: bool = False
+    registries: tuple[str, ...] = ()
+    host_lacks: frozenset[str] = field(default_factory=frozenset)
+
+    def note(self, workers: Sequence[Mapping[str, Any]]) -> str | None:
+        """A caption for the page, or None."""
+        if self.from_workers:
+            regs = ", ".join(f"{p}:" for p in self.registries) or "none"
+            return (f"Models the connected workers can build ({len(self.models)}; registries: "
+                    f"{regs}), as they registered them.")
+        if workers:
+            return ("The connected workers did not say which models they can build (started "
+                    "before they registered a catalogue): the list is this dashboard host's.")
+        return None
+
+    def offers_registry(self, name: str) -> bool:
+        return bool(_REGISTRY.fullmatch(name)) and name.split(":", 1)[0] in self.registries
+
+    def registry_choice(self, name: str) -> ModelChoice | None:
+        """A registry model (``timm:NAME``, ``torchvision:NAME``, ``hf:ARCH``) that a worker
+        can build, described from the registry's own dims (no library imported), or None."""
+        if not self.offers_registry(name):
+            return None
+        from engine.spec_stored import stored_model_info
+
+        return to_model_choice(stored_model_info(name, {}))
+
+
+def _worker_model(entry: Any) -> ModelChoice | None:
+    """One registered model as a ``ModelChoice``, or None when the entry is not one."""
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+        return None
+    dtypes = [t for t in entry.get("dtypes") or [] if t in DEFAULT_DTYPES]
+    if not _OFFERED_NAME.fullmatch(entry["name"]) or not dtypes:
+        return None  # not a name a worker registers, or nothing to run it in
+    try:
+        choice = to_model_choice({
+            "name": entry["name"], "description": one_line(entry.get("description") or "", 300),
+            "dims": [d for d in entry.get("dims") or [] if isinstance(d, Mapping)
+                     and isinstance(d.get("name"), str)][:32],
+            "dtypes": dtypes,
+            "source": "plugin" if entry["name"].startswith("plugin:") else "catalogue"})
+    except (TypeError, ValueError):
+        return None
+    return choice
+
+
+def offered_models(workers: Sequence[Mapping[str, Any]], host: Sequence[ModelChoice]) -> Offer:
+    """What the New run page offers: the union of what the connected workers registered (their
+    catalogue, plugins and registries), or the dashboard host's catalogue when none did."""
+    catalogues = [(w.get("info") or {}).get("catalogue") for w in workers]
+    catalogues = [c for c in catalogues if isinstance(c, Mapping)]
+    if not catalogues:
+        return Offer(list(host))
+    found: dict[str, ModelChoice] = {}
+    for cat in catalogues:
+        for entry in cat.get("models") or []:
+            choice = _worker_model(entry)
+            if choice is not None:
+                found.setdefault(choice.name, choice)
+    regs = tuple(sorted({p for c in catalogues for p, ok in dict(c.get("registries") or {})
+                         .items() if ok is True and p in ("timm", "torchvision", "hf")}))
+    known = {m.name for m in host}
+    return Offer(list(found.values()), True, regs, frozenset(set(found) - known))
 
 DEVICE_ORDER = ("cpu", "cuda")
 ANY_GPU = "(any GPU model)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 from dashboard import auth, data, hardware, safe, slurm_view, widgets
@@ -19,7 +21,7 @@ from dashboard.spec import (
     build_spec,
     number_widget,
 )
-from engine.spec import DEFAULTS
+from engine.spec import DEFAULTS, normalise
 
 st.title("New run")
 st.caption("Measures eager against each compile variant on the worker's machine: cold and warm "
@@ -56,20 +58,31 @@ if not workers:
 else:
     widgets.worker_banner()
 
-by_name = {m.name: m for m in models}
+# the models the connected workers can build (their catalogue), not only this host's
+offer = hardware.offered_models(workers, models)
+host_lacks = set(offer.host_lacks)  # validated by form here, by the worker when it claims
+if offer.note(workers):
+    st.caption(offer.note(workers))
+by_name = {m.name: m for m in offer.models or models}
 wanted = st.query_params.get("model")
 if wanted and wanted not in by_name:  # a registry model picked on the Models page
     try:
         by_name[wanted] = data.model_choice(wanted)
     except Exception as exc:  # noqa: BLE001 - e.g. the package to install
-        st.warning(f"Model {safe.md(wanted, 200)}: {safe.md(exc, 500)}")
+        remote = offer.registry_choice(wanted)  # this host lacks it; a worker has it
+        if remote is not None:
+            by_name[wanted] = remote
+            host_lacks.add(wanted)
+        else:
+            st.warning(f"Model {safe.md(wanted, 200)}: {safe.md(exc, 500)}")
 names = list(by_name)
 model_name = st.selectbox(
     "Model", names, index=names.index(wanted) if wanted in by_name else 0, key="model",
     format_func=lambda n: (f"{n} — {by_name[n].description}"
                            + (" (operator plugin)" if by_name[n].source == "plugin" else "")),
-    help="Built-in models, plus the operator's plugin folder (`COMPILELAB_PLUGIN_DIR`); "
-         "timm, torchvision and Hugging Face models by name: find them on the Models page.")
+    help="The models the connected workers can build: built-ins whose libraries their hosts "
+         "have, plus their operators' plugin folders (`COMPILELAB_PLUGIN_DIR`); timm, "
+         "torchvision and Hugging Face models by name: find them on the Models page.")
 widgets.set_param("model", model_name)
 model = by_name[model_name]
 errors_at = {}  # field key (SpecError.field) -> st.empty() beside that field
@@ -296,7 +309,8 @@ request = RunRequest(
     grid=grid_choice, grid_limit=grid_limit, require_gpu=require_gpu,
     require_torch=require_torch,
 )
-check = build_spec(request, model, devices, engine_check=data.engine_normalise)
+check = build_spec(request, model, devices, engine_check=functools.partial(
+    normalise, stored=True) if model_name in host_lacks else data.engine_normalise)
 open_sections_with_errors(check.errors)
 for key, message in check.errors.items():
     (errors_at.get(key) or st).error(safe.md(message, 500), icon=":material/warning:")

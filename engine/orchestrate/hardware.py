@@ -6,6 +6,13 @@ stay free of CUDA (it starts the measuring processes; each creates its own CUDA 
 of the GPU memory a context holds. The child imports torch once (a few seconds) when the worker
 starts; its answer is what the dashboard's New run page offers: ``cuda`` only where torch sees a
 GPU, that GPU's name and memory, and the torch release, so a run can ask for them.
+
+The worker also registers its catalogue (``catalogue_offer``, in ``info["catalogue"]``): the
+built-in models whose libraries are installed on its host, the plugins of its own plugin folder,
+each with its dims and dtypes, and which registries (timm, torchvision, hf) it can build. The New
+run page offers those models, not the dashboard host's (a dashboard on a laptop without
+transformers still offers BERT when the GPU worker has it). Read without importing a library or
+torch, and without running plugin code (plugin files are read with ``ast``).
 """
 
 from __future__ import annotations
@@ -14,9 +21,13 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
+from typing import Any
 
 from contract.text import one_line
 from storage.workers import Capabilities
+
+MAX_OFFERED = 500  # models registered at most (a plugin folder of thousands stays a row)
 
 _PROBE = r"""
 import json, torch
@@ -30,12 +41,36 @@ print(json.dumps(out))
 """
 
 
+def catalogue_offer() -> dict[str, Any]:
+    """The models this worker can build: ``{"models": [{name, description, source, dims:
+    [{name, default, min, max, help, input_only}], dtypes}], "registries": {prefix: bool}}``."""
+    from engine.models import catalogue, registries
+
+    models = [{"name": m.name, "description": one_line(m.description, 300), "source": m.source,
+               "dims": [{"name": d.name, "default": d.default, "min": d.min, "max": d.max,
+                         "help": one_line(d.help, 200), "input_only": d.input_only}
+                        for d in m.dims],
+               "dtypes": list(m.dtypes)} for m in catalogue.list_models()[:MAX_OFFERED]]
+    return {"models": models,
+            "registries": {r.prefix: r.available() for r in registries.REGISTRIES.values()}}
+
+
 def probe_capabilities(timeout_s: float = 180.0) -> Capabilities:
-    """This host's devices as torch sees them (under this process's CUDA_VISIBLE_DEVICES).
+    """This host's devices as torch sees them (under this process's CUDA_VISIBLE_DEVICES), and
+    the models it can build (``catalogue_offer``).
 
     A probe that fails (torch missing or broken, a hung driver) leaves a CPU-only worker with
     the reason in ``info["probe_error"]``: it still serves CPU runs, and the dashboard shows why
     it offers no GPU."""
+    caps = _probe_devices(timeout_s)
+    try:
+        offer: dict[str, Any] = {"catalogue": catalogue_offer()}
+    except Exception as e:  # noqa: BLE001 - the devices still serve; the page says why
+        offer = {"catalogue_error": one_line(e, 300)}
+    return replace(caps, info={**caps.info, **offer})
+
+
+def _probe_devices(timeout_s: float) -> Capabilities:
     try:
         done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
                               timeout=timeout_s, stdin=subprocess.DEVNULL)
