@@ -180,9 +180,11 @@ def lost_time(variants: pd.DataFrame, top: int = 8) -> go.Figure:
         return empty_figure(LOST_TITLE, "no lost-time account (compiled variants with the "
                             "profiler pass)", "share", "")
     heights = [max(len(bars[k]), 2) for k, _ in panels]
+    height = max(480, 140 + 26 * sum(heights) + 90 * len(panels))
+    # ~90 px between panels: the x ticks of one and the title of the next must not meet
+    gap = min(0.3, 90 / max(height - 200, 1)) if len(panels) > 1 else 0.0
     fig = make_subplots(rows=len(panels), cols=1, subplot_titles=[t for _, t in panels],
-                        row_heights=[h / sum(heights) for h in heights],
-                        vertical_spacing=0.12 if len(panels) > 1 else 0.0)
+                        row_heights=[h / sum(heights) for h in heights], vertical_spacing=gap)
     for row, (key, _) in enumerate(panels, start=1):
         ys, xs, colours, hover = zip(*bars[key], strict=True)
         fig.add_trace(go.Bar(x=list(xs), y=list(ys), orientation="h", marker_color=list(colours),
@@ -193,7 +195,7 @@ def lost_time(variants: pd.DataFrame, top: int = 8) -> go.Figure:
         fig.update_xaxes(tickformat=".0%", range=[0, 1.15], row=row, col=1)
     _layout(fig, LOST_TITLE, "", "", "ranked per variant · red: graph breaks (file:line) · "
             "grey: inside compiled graphs · shares of different panels are of different wholes")
-    fig.update_layout(height=max(480, 140 + 26 * sum(heights) + 60 * len(panels)),
+    fig.update_layout(height=height,
                       margin={"t": 120, "l": 60, "r": 20})  # the subtitle above panel 1's title
     return fig
 
@@ -242,7 +244,9 @@ def roofline_table(variants: pd.DataFrame) -> pd.DataFrame:
                      "% of peak TFLOP/s": _pct(f.get("share_of_peak_tflops")),
                      "% of copy GB/s floor": _pct(f.get("share_of_peak_gbps")),
                      "% of copy GB/s op by op": _pct(f.get("share_of_peak_gbps_ops"))})
-    return pd.DataFrame(rows)
+    # a column nobody has (shares of the ceilings on a CPU, op by op in older results) is left
+    # out rather than shown as a column of blanks
+    return pd.DataFrame(rows).dropna(axis=1, how="all")
 
 
 def _mib(f: dict[str, Any], key: str) -> float | None:

@@ -93,3 +93,14 @@ def test_show_and_the_table_say_floor_to_op_by_op():
     assert t["GB/s op by op"][0] == pytest.approx(943 * 2**20 / 5.97e-3 / 1e9)
     assert t["% of copy GB/s op by op"][0] == pytest.approx(100 * 943 * 2**20 / 5.97e-3 / 1e9
                                                             / 4000)
+
+
+def test_the_table_leaves_out_what_no_variant_has():
+    from dashboard import charts_forensics
+
+    cpu = roofline.from_counts({"flops_per_call": 1e9, "bytes_per_call_estimate": 2**20}, 1.0,
+                               "cpu")
+    t = charts_forensics.roofline_table(pd.DataFrame([
+        {"run_id": 1, "variant": "eager", "status": "ok", "roofline": cpu}]))
+    assert list(t.columns) == ["variant", "GFLOP/call", "MiB/call floor", "TFLOP/s",
+                               "GB/s floor"]
