@@ -39,7 +39,7 @@ def db_url() -> str | None:
 def _database(url: str | None):
     from storage.db import open_database
 
-    return open_database(url)
+    return open_database(url, lasting=True)
 
 
 def database():

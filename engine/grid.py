@@ -113,7 +113,7 @@ def parse_variant(name: str, bases: Iterable[str]) -> tuple[str, dict[str, Any]]
 
 def parse_options(items: Iterable[str]) -> dict[str, list[Any]]:
     """``["dynamic=none,true", "fullgraph=false,true"]`` -> {option: [values]} (as typed on the
-    CLI or in the dashboard's form); values keep their order, repeats are dropped."""
+    CLI or in the dashboard's form); values keep their order, a repeat is refused."""
     out: dict[str, list[Any]] = {}
     for item in items:
         name, eq, text = str(item).partition("=")
@@ -130,8 +130,10 @@ def parse_options(items: Iterable[str]) -> dict[str, list[Any]]:
             if v not in choices:
                 raise GridError(f"--option {name}: {raw.strip()[:20]!r} is not one of "
                                 f"{', '.join(k for k in choices if not k.isdigit())}")
-            if choices[v] not in values:
-                values.append(choices[v])
+            if choices[v] in values:  # "true,1" too: one value, typed twice
+                raise GridError(f"--option {name}: {raw.strip()[:20]!r} repeats a value given "
+                                "before it: give each value once")
+            values.append(choices[v])
         if not values:
             raise GridError(f"--option {name}: no value given")
         out[name] = values
@@ -152,7 +154,7 @@ def expand(variants: Iterable[str], options: Mapping[str, list[Any]]) -> list[st
             out.append(v)
             continue
         out += [variant_name(v, c) for c in combos]
-    return list(dict.fromkeys(out))
+    return out  # a name given twice stays twice: the validator says so (engine/spec.py)
 
 
 def check_config(base: str, config: Mapping[str, Any], *, backend: str, step: str) -> None:

@@ -36,6 +36,10 @@ OPTIMIZER_IMPLS = ("default", "foreach", "fused")
 AUTOCASTS = ("none", "bfloat16", "float16")
 DEVICES = ("cpu", "cuda")
 DEFAULTS: dict[str, Any] = RunSpec.defaults()
+# Short names people type for a dtype, each read as torch's own name (which is what is stored).
+DTYPE_ALIASES = {"fp32": "float32", "float": "float32", "fp16": "float16", "half": "float16",
+                 "bf16": "bfloat16", "fp64": "float64", "double": "float64",
+                 **{name: name for name in ("float32", "float16", "bfloat16", "float64")}}
 
 
 
@@ -145,6 +149,9 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     given = spec["dims"] if isinstance(spec["dims"], dict) else {}
     _check_dims(spec, info)
     _check_sweep(spec, info, given)
+    for key in ("dtype", "autocast"):  # fp16, bf16...: stored under torch's own name
+        if isinstance(spec[key], str):
+            spec[key] = DTYPE_ALIASES.get(spec[key].strip().lower(), spec[key])
     if not isinstance(spec["dtype"], str) or spec["dtype"] not in info.dtypes:
         raise SpecError(f"dtype {_show(spec['dtype'])} is not supported by {info.name} "
                         f"(supported: {', '.join(info.dtypes)})", "dtype")

@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from contract.text import MAX_NOTE_CHARS, check_note, normalize_tags
@@ -51,6 +51,13 @@ MAX_JSON_NODES = 2_000_000  # values inside those free-form objects, whole bundl
 MAX_SHORT_TEXT = 512  # model, variant, dtype, device, dims keys, timer, ...
 MAX_TEXT = 100_000  # any other string inside free-form JSON
 MAX_DIMS = 64
+# Timestamps the dashboard can draw (pandas' Timestamp ends in April 2262).
+FIRST_YEAR, LAST_YEAR = 1970, 2261
+# Stats figures that other figures are divided by: above zero when present.
+POSITIVE_STATS = ("speedup", "speedup_ci_low", "speedup_ci_high", "pipelined_speedup",
+                  "pipelined_ci_low", "pipelined_ci_high", "median_ms", "eager_median_ms",
+                  "measured_median_ms", "paired_eager_median_ms", "pipelined_median_ms",
+                  "eager_pipelined_median_ms")
 # Variant names are shown in verdicts (Markdown) and chart labels: identifiers only.
 # "@", "=" and "," for grid variants whose name encodes their config (engine/grid.py)
 VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+@=,-]{0,63}")
@@ -222,6 +229,30 @@ def _check_time(value: Any, path: str, nullable: bool = True) -> None:
         raise _fail(path, f"{value!r} is not an ISO 8601 timestamp") from None
     if moment.tzinfo is None:
         raise _fail(path, f"{value!r} has no time zone offset")
+    try:
+        year = moment.astimezone(UTC).year  # 0001-01-01T00:00+14:00 is before year 1 in UTC
+    except OverflowError:
+        year = 0
+    if not FIRST_YEAR <= year <= LAST_YEAR:
+        raise _fail(path, f"{value!r} lies outside the years {FIRST_YEAR}-{LAST_YEAR} (in UTC) "
+                    "that the dashboard can show")
+
+
+def _check_stats_together(stats: dict[str, Any], path: str) -> None:
+    """Figures valid one by one but not together: a ratio or a median of zero (every page
+    divides by them), and a speedup outside its own interval."""
+    for name in POSITIVE_STATS:
+        value = stats.get(name)
+        if value is not None and value <= 0:
+            raise _fail(f"{path}.{name}", f"{value} is not above zero: a speedup or a median "
+                        "time of zero (or less) is no measurement")
+    for est, lo, hi in (("speedup", "speedup_ci_low", "speedup_ci_high"),
+                        ("pipelined_speedup", "pipelined_ci_low", "pipelined_ci_high")):
+        x, a, b = stats.get(est), stats.get(lo), stats.get(hi)
+        if None not in (a, b) and a > b * (1 + 1e-9):
+            raise _fail(f"{path}.{lo}", f"{a} is above {hi} ({b})")
+        if None not in (x, a, b) and not a * (1 - 1e-9) <= x <= b * (1 + 1e-9):
+            raise _fail(f"{path}.{est}", f"{x} lies outside its own interval [{a}, {b}]")
 
 
 def _check_variant_head(result: dict[str, Any], path: str) -> None:
@@ -285,6 +316,10 @@ def _check_variant(value: Any, path: str, budget: _Budget) -> None:
         _check_keys(stats, f"{path}.stats", set(STATS_FIELDS))
         for name, kind in STATS_FIELDS.items():
             _check_field(stats.get(name), f"{path}.stats.{name}", name, kind, budget)
+    # the stats block as read back: its columns and the figures kept in extra["stats"]
+    extra = result.get("extra") if isinstance(result.get("extra"), dict) else {}
+    kept = extra.get("stats") if isinstance(extra.get("stats"), dict) else {}
+    _check_stats_together({**kept, **(stats or {})}, f"{path}.stats")
     _check_children(result, path, budget)
 
 

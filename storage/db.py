@@ -17,6 +17,7 @@ SQLite notes, because they decide whether several processes can share one file:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -151,8 +152,6 @@ def create_db_engine(url: URL) -> Engine:
             # One shared connection, otherwise every connection would see its own empty DB.
             kwargs["poolclass"] = StaticPool
             kwargs["connect_args"]["check_same_thread"] = False
-        elif url.database:
-            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, **kwargs)
         _install_sqlite_listeners(engine)
         return engine
@@ -309,13 +308,63 @@ class Database:
         return f"Database({self.url!r})"
 
 
-def open_database(url: str | None = None, *, create: bool = True) -> Database:
+def _check_sqlite_file(url: URL, shown: str, create: bool) -> None:
+    """Refuse, before anything is written, a SQLite path Compile Lab should not touch: a folder
+    that does not exist (a typo must not leave new folders behind), and a file that holds
+    another application's tables (opening it would switch its journal to WAL and add ours), and,
+    without ``create``, a file that is not there.  Read with a read-only connection of the
+    standard library, which changes nothing."""
+    path = Path(str(url.database)).expanduser()
+    try:
+        folder, exists = path.parent.is_dir(), path.exists()
+        empty = not exists or (path.is_file() and path.stat().st_size == 0)
+    except OSError as exc:  # a name longer than the file system allows, ...
+        raise DatabaseOpenError(f"cannot use {shown}: {exc.strerror or exc}") from None
+    if not exists and not create:
+        raise DatabaseMissing(f"database {shown} does not exist (nothing was created)")
+    if not folder:
+        raise DatabaseOpenError(f"the folder {str(path.parent)[:200]!r} of {shown} does not "
+                                "exist (nothing was created): create it first, or name a file "
+                                "in a folder that exists")
+    if empty:
+        return  # a new database: ours to create
+    if not path.is_file():  # a FIFO would block the driver, a folder or device is no database
+        raise DatabaseOpenError(f"cannot open database {shown}: not a regular file")
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True,
+                                                timeout=SQLITE_BUSY_TIMEOUT_S)) as conn:
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseOpenError(f"cannot open database {shown}: {exc} (the file is corrupt "
+                                "or not a Compile Lab database)") from None
+    _check_ours(tables, shown)
+
+
+def _check_ours(tables: set[str], shown: str) -> None:
+    """A database with tables, but not Compile Lab's (its version table and its runs), belongs
+    to someone else: refused, unchanged."""
+    if tables and not {"alembic_version", "runs"} <= tables:
+        names = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+        raise SchemaError(f"{shown} holds another application's tables ({names}), not Compile "
+                          "Lab's: nothing was changed; name a new file or database")
+
+
+def open_database(url: str | None = None, *, create: bool = True,
+                  lasting: bool = False) -> Database:
     """Open (creating if needed) and migrate the Compile Lab database at ``url``.
 
     The URL comes from the argument, else ``$COMPILELAB_DB``, else ``sqlite:///compilelab.db``
     in the current directory. With ``create=False`` (read-only commands such as ``show`` and
     ``cancel``) a database that does not exist, or holds no Compile Lab schema, raises
     ``DatabaseMissing`` and nothing is created: a typo in a URL must not leave an empty file.
+
+    ``lasting``: the database must outlive this process (a queue, a worker, the dashboard, a
+    run kept for later): an in-memory SQLite URL is refused.  A SQLite file in a folder that
+    does not exist, or holding another application's tables, is refused before anything is
+    written to it.
 
     Every failure to open raises ``DatabaseOpenError`` (one line, password masked) or
     ``SchemaError``; no driver traceback reaches the user.
@@ -324,22 +373,25 @@ def open_database(url: str | None = None, *, create: bool = True) -> Database:
     shown = mask_url(parsed)
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
         raise DatabaseOpenError(f"{shown}: unsupported database (use sqlite:// or postgresql://)")
-    local = parsed.get_backend_name() == "sqlite" and not _is_sqlite_memory(parsed)
-    if not create and local and not Path(str(parsed.database)).expanduser().is_file():
-        raise DatabaseMissing(f"database {shown} does not exist (nothing was created)")
+    memory = parsed.get_backend_name() == "sqlite" and _is_sqlite_memory(parsed)
+    if memory and lasting:
+        raise DatabaseOpenError(f"{shown} keeps the database in this process's memory: it is "
+                                "gone when the process ends and no worker or dashboard can see "
+                                "it; name a file (sqlite:///compilelab.db) or a server")
+    if parsed.get_backend_name() == "sqlite" and not memory:
+        _check_sqlite_file(parsed, shown, create)
     try:
-        engine = create_db_engine(parsed) if create else _engine_no_mkdir(parsed)
+        engine = create_db_engine(parsed)
     except (NoSuchModuleError, ImportError):
         raise DatabaseOpenError(
             f"{shown}: unsupported database (use sqlite:// or postgresql://)"
         ) from None
-    except OSError as exc:
-        raise DatabaseOpenError(
-            f"cannot create the folder for {shown}: {exc.strerror or exc}"
-        ) from None
     except (ArgumentError, ValueError, TypeError) as exc:
         raise DatabaseOpenError(f"{shown}: {_reason(exc, parsed)}") from None
     try:
+        if parsed.get_backend_name() == "postgresql":
+            with engine.connect() as conn:
+                _check_ours(set(inspect(conn).get_table_names()), shown)
         if not create and current_revision(engine) is None:
             raise DatabaseMissing(
                 f"database {shown} holds no Compile Lab data (nothing was created)"
@@ -359,11 +411,3 @@ def open_database(url: str | None = None, *, create: bool = True) -> Database:
         raise
     return Database(engine)
 
-
-def _engine_no_mkdir(url: URL) -> Engine:
-    """``create_db_engine`` for a database that must already exist (no folder is made)."""
-    if url.get_backend_name() == "sqlite" and not _is_sqlite_memory(url):
-        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
-        _install_sqlite_listeners(engine)
-        return engine
-    return create_db_engine(url)

@@ -74,7 +74,7 @@ def test_run_show_and_worker_recovery_without_dashboard_libs(db_url, no_dashboar
                 "heartbeat_at='2000-01-01 00:00:00', attempts=1 WHERE id=?", (run_id,))
     con.commit()
     con.close()
-    w = run_cli("worker", "--once", "--stale-after", "1", "--poll", "0.2", db_url=db_url,
+    w = run_cli("worker", "--once", "--stale-after", "2", "--poll", "0.2", db_url=db_url,
                 env=env, timeout=300)
     assert w.returncode == 0, w.stderr[-3000:]
     final = json.loads(run_cli("show", str(run_id), "--json", db_url=db_url, env=env).stdout)

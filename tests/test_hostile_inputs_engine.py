@@ -58,7 +58,7 @@ CLI_CASES = [
                           "--db", "sqlite:////proc/compilelab.db"], "unable to open"),
     ("run-unwritable-parent", ["run", "--model", "mlp", "--dim", "hidden=8", "--queue",
                                "--db", "sqlite:////proc/sys/none/compilelab.db"],
-     "cannot create the folder"),
+     "does not exist"),
     ("show-missing-run", ["show", "424242", "--db", "sqlite:///{tmp}/real.db"], "424242"),
     ("db-nonsense", ["show", "1", "--db", "nonsense"], "not a database URL"),
     ("db-unreachable-pg", ["show", "1", "--db", f"postgresql://u:{SECRET}@127.0.0.1:1/x"],

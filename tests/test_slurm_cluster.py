@@ -161,7 +161,9 @@ def test_pending_reason_shows_and_cancels_from_compile_lab_cancel_the_jobs(clust
     assert p.stdout.strip() == (f"run {second}: cancelled; Slurm job {cluster.jobs[1]} "
                                 "cancelled (scancel)")
     p = run_cli("cancel", str(first), db_url=cluster.url, env=cluster.env)
-    assert p.stdout.strip() == f"run {first}: running; Slurm job {cluster.jobs[0]} cancelled (scancel)"
+    assert p.stdout.strip() == (f"run {first}: running (cancel requested: its worker stops it "
+                                f"at its next heartbeat, within seconds); Slurm job "
+                                f"{cluster.jobs[0]} cancelled (scancel)")
     for rid in (first, second):
         run = cluster.wait(rid, lambda r: r["status"] == "cancelled"
                            and r["slurm"]["state"] == "CANCELLED", "to be cancelled, its job too")

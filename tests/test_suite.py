@@ -75,7 +75,7 @@ def test_bad_suite_file_queues_nothing_and_exits_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "config 3 (mlp)" in err and err.count("\n") == 1
     assert main(["suite", "run", str(tmp_path / "none.toml"), "--db", url]) == 2
-    assert "no suite file" in capsys.readouterr().err
+    assert "none.toml' does not exist" in capsys.readouterr().err
     assert main(["suite", "run", str(bad), "--set", "=3", "--db", url]) == 2
     assert len(list_runs(open_database(url))) == 0
 

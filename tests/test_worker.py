@@ -390,7 +390,9 @@ def test_cancel_a_queued_run_and_a_running_run(lab):
     assert p.returncode == 0 and p.stdout.strip() == f"run {queued}: cancelled", p.stderr
     t0 = time.monotonic()
     p = run_cli("cancel", str(hanging), db_url=lab.url)
-    assert p.returncode == 0 and p.stdout.strip() == f"run {hanging}: running", p.stderr
+    assert p.returncode == 0 and p.stdout.strip() == (
+        f"run {hanging}: running (cancel requested: its worker stops it at its next heartbeat, "
+        "within seconds)"), p.stderr
     assert gone(child, 8), "the cancelled child still runs"
     run = lab.wait_status(hanging, FINAL, 8)
     took = time.monotonic() - t0

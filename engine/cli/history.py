@@ -83,19 +83,21 @@ def _say_artifacts_left_out(args: argparse.Namespace) -> None:
 
 def cmd_import(args: argparse.Namespace) -> int:
     import engine.spec  # noqa: F401  (installs the validator the import checks specs with)
+    from contract.files import NotARegularFile, read_regular
     from storage import import_bundle_result, open_database
     from storage.bundle import MAX_BUNDLE_BYTES, BundleError
 
     try:
         if args.file == "-":
             data = sys.stdin.buffer.read(MAX_BUNDLE_BYTES + 1)
-        else:
-            with open(args.file, "rb") as fh:
-                data = fh.read(MAX_BUNDLE_BYTES + 1)  # the parser refuses anything longer
+        else:  # the parser refuses anything longer; a FIFO or a device is never read
+            data = read_regular(args.file, MAX_BUNDLE_BYTES + 1)
+    except NotARegularFile as e:
+        raise ValueError(f"cannot read the bundle: {e}") from None
     except OSError as e:
         raise ValueError(f"cannot read {args.file}: {e.strerror or e}") from None
     try:
-        result = import_bundle_result(open_database(args.db), data)
+        result = import_bundle_result(open_database(args.db, lasting=True), data)
     except BundleError as e:  # validated whole before the one transaction: nothing was stored
         raise BundleError(f"{e}; nothing was imported (a bundle imports whole or not at "
                           "all)") from None

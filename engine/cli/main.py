@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
+from typing import NoReturn
 
 from engine.cli import run as cli_run
 from engine.cli.run import UsageError, cmd_run
@@ -35,9 +37,55 @@ def _run_id(text: str) -> int:
     return value
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and a pointer to ``--help`` (argparse prints
+    the whole usage block above it: 28 lines for ``run``, the useful one last).  Subcommand
+    parsers are made of this class too (``add_subparsers`` uses the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (usage: {self.prog} --help)\n")
+
+
+def _seconds(lo: float, hi: float):  # noqa: ANN202 - an argparse type
+    """An argparse type: a finite number of seconds in [lo, hi]."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise argparse.ArgumentTypeError(f"expected seconds between {lo:g} and {hi:g}, "
+                                             f"got {text[:40]!r}")
+        return value
+    return parse
+
+
+def _stale_after(text: str) -> float:
+    """``--stale-after``: at least the worker's own floor (a negative or tiny limit would take
+    live runs of other workers over)."""
+    from engine.orchestrate.worker import MIN_STALE_AFTER_S
+
+    return _seconds(MIN_STALE_AFTER_S, 7 * 24 * 3600)(text)
+
+
+def _gpus(text: str) -> str:
+    """``--gpus``: 'all' or distinct GPU indexes (0,1,...); whether each names a GPU of this
+    host is checked when the pool starts (engine/orchestrate/worker.py), where torch is."""
+    if text.strip() == "all":
+        return "all"
+    items = [g.strip() for g in text.split(",")]
+    if not items or any(not g.isascii() or not g.isdigit() for g in items):
+        raise argparse.ArgumentTypeError(f"expected 'all' or GPU indexes like 0,1, got "
+                                         f"{text[:40]!r}")
+    repeated = next((g for i, g in enumerate(items) if int(g) in map(int, items[:i])), None)
+    if repeated is not None:
+        raise argparse.ArgumentTypeError(f"GPU {repeated} is given twice")
+    return ",".join(str(int(g)) for g in items)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m engine",
-                                description="Measure torch.compile against eager, truthfully.")
+    p = Parser(prog="python -m engine",
+               description="Measure torch.compile against eager, truthfully.")
     sub = p.add_subparsers(dest="cmd", required=True)
     from engine.cli import models as cli_models
 
@@ -51,19 +99,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the run as one JSON document (docs/CONTRACTS.md)")
 
     w = sub.add_parser("worker", help="serve queued runs from the database")
-    w.add_argument("--gpus", default=None,
+    w.add_argument("--gpus", type=_gpus, default=None,
                    help="'all' or a list like 0,1: one worker process per GPU, pinned with "
                         "CUDA_VISIBLE_DEVICES")
-    w.add_argument("--poll", type=float, default=1.0, help="seconds between polls when idle")
-    w.add_argument("--stale-after", type=float, default=60.0,
-                   help="seconds without heartbeat after which a running run is recovered")
+    w.add_argument("--poll", type=_seconds(0.05, 3600), default=1.0,
+                   help="seconds between polls when idle")
+    w.add_argument("--stale-after", type=_stale_after, default=60.0,
+                   help="seconds without heartbeat after which a running run is recovered "
+                        "(2 s at least: live runs heartbeat every half second)")
     w.add_argument("--once", action="store_true", help="exit when the queue is empty")
     w.add_argument("--run-id", type=_run_id, default=None, metavar="N",
                    help="serve exactly run N once, then exit (what a Slurm job runs: "
                         "engine/slurm/job.py)")
     w.add_argument("--spec-sha256", default=None, metavar="HEX",
                    help="with --run-id: refuse the run unless its stored spec has this digest")
-    w.add_argument("--db-wait", type=float, default=120.0, metavar="S",
+    w.add_argument("--db-wait", type=_seconds(0, 24 * 3600), default=120.0, metavar="S",
                    help="with --run-id: seconds to keep trying to reach the database (then "
                         "exit code 3)")
     w.add_argument("--allow-user-models", action="store_true",
@@ -111,7 +161,9 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     from engine.slurm.submit import cancel_job
 
     job = cancel_job(db, args.run_id) if status in ("cancelled", "running") else None
-    print(f"run {args.run_id}: {status}" + (f"; {job}" if job else ""))
+    said = {"cancelled": "", "running": " (cancel requested: its worker stops it at its next "
+            "heartbeat, within seconds)"}.get(status, " (already finished: nothing to cancel)")
+    print(f"run {args.run_id}: {status}{said}" + (f"; {job}" if job else ""))
     return 0
 
 

@@ -46,6 +46,9 @@ def _parse_dims(items: list[str]) -> tuple[dict[str, int], dict[str, Any] | None
             raise UsageError(f"--dim {name}: values must be whole numbers, got {value!r}") from None
         if not values:
             raise UsageError(f"--dim {name}: no value given")
+        if name in dims and len(values) == 1:  # a value beside a sweep: the validator says
+            raise UsageError(f"--dim {name} is given twice: give it once (name=value, or "
+                             "name=v1,v2,... to sweep it)")
         if len(values) > 1:
             if sweep:
                 raise UsageError("only one dim can be swept per run")
@@ -336,7 +339,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     marks.append(("spec and device check", process_age_s()))
     from storage import open_database, queue
 
-    db = open_database(args.db)
+    db = open_database(args.db, lasting=True)
     marks.append(("database", process_age_s()))
     if args.option or len(spec["variants"]) > 2:
         from engine.analysis.grid_plan import plan

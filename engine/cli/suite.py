@@ -50,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     overrides = dict(parse_override(item) for item in args.set)
     suite = load_suite(args.file, overrides=overrides, check_device=not args.queue)
     tags = normalize_tags([suite.tag, *suite.tags, *args.tag])
-    db = open_database(args.db)
+    db = open_database(args.db, lasting=True)
     ids = [enqueue_run(db, spec, tags=tags, note=f"suite {suite.name}") for spec in suite.specs]
     print(f"suite {suite.name}: queued runs {', '.join(map(str, ids))}", file=sys.stderr)
     failed = 0

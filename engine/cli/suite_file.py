@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.files import NotARegularFile, read_regular
 from engine.spec import SpecError, normalise
 
 MAX_SUITE_BYTES = 1024 * 1024
@@ -102,14 +103,10 @@ def parse_suite(text: str, source: str = "suite", *, overrides: dict[str, Any] |
 
 def load_suite(path: str | Path, **kwargs: Any) -> Suite:
     path = Path(path)
-    try:
-        raw = path.read_bytes()[:MAX_SUITE_BYTES + 1] if path.is_file() else None
-    except OSError as e:
-        raise SuiteError(f"cannot read suite {path}: {e.strerror or e}") from None
-    if raw is None:
-        raise SuiteError(f"no suite file {path}")
-    if len(raw) > MAX_SUITE_BYTES:
-        raise SuiteError(f"{path}: larger than {MAX_SUITE_BYTES} bytes")
+    try:  # a FIFO or a device is never read (it would block or never end)
+        raw = read_regular(path, MAX_SUITE_BYTES)
+    except NotARegularFile as e:
+        raise SuiteError(f"suite file: {e}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -101,12 +101,19 @@ def rmse(reference: torch.Tensor, value: torch.Tensor) -> float:
     return float(diff.pow(2).mean().sqrt())
 
 
+NO_TENSOR = "the model's output holds no tensor (forward returned text, None, ...): nothing to compare"
+
+
 def judge(fp64: Tensors, eager: Tensors, compiled: Tensors | None, *, multiplier: float,
           floor: float) -> dict[str, Any]:
     """Compare eager (and compiled, when given) with the float64 reference, tensor by tensor.
 
     Returns the worst tensor's figures, how many tensors were compared and how many failed.
-    NaN never passes: ``nan <= x`` is False."""
+    NaN never passes: ``nan <= x`` is False.  An output that holds no tensor (a ``forward``
+    that returns a string or None) never passes either: nothing was compared."""
+    if not fp64:
+        return {"ok": False, "tensors": 0, "failed": 0, "worst": None, "multiplier": multiplier,
+                "floor": floor, "error": NO_TENSOR}
     worst: dict[str, Any] | None = None
     failed, score_worst = 0, -1.0
     rows: list[list[Any]] = []

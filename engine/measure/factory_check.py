@@ -11,6 +11,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 
 def verdict(ref: str, dims: dict[str, int]) -> dict[str, str | None]:
@@ -31,7 +35,24 @@ def verdict(ref: str, dims: dict[str, int]) -> dict[str, str | None]:
         return {"error": f"user model {ref!r} must return (torch.nn.Module, tuple_of_inputs) or "
                          "(torch.nn.Module, tuple_of_inputs, loss_fn), got "
                          f"{type(built).__name__}"}
-    return {"error": None}
+    return {"error": _output_problem(ref, built[0], tuple(built[1]))}
+
+
+def _output_problem(ref: str, model: torch.nn.Module, inputs: tuple) -> str | None:
+    """One call: an output without a tensor in it (text, None) can be neither timed against
+    eager nor judged correct, so it is refused here rather than measured."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    try:
+        with torch.no_grad():
+            out = model(*inputs)
+    except Exception as e:
+        return f"user model {ref!r}: calling it on its inputs raised {type(e).__name__}: {e}"
+    if not any(isinstance(t, torch.Tensor) for t in pytree.tree_leaves(out)):
+        return (f"user model {ref!r}: forward returned {type(out).__name__} with no tensor in "
+                "it; a model must return a tensor (or a tuple, list or dict of them)")
+    return None
 
 
 def main(argv: list[str]) -> int:

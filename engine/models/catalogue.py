@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import difflib
 import importlib
 import importlib.util
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from contract.files import NotARegularFile, read_regular
 from engine.models.info import ALL_DTYPES, CatalogueError, Dim, ModelInfo
 
 PLUGIN_ENV = "COMPILELAB_PLUGIN_DIR"
@@ -127,13 +130,32 @@ BUILTIN: tuple[ModelInfo, ...] = (
 )
 
 
+# Plugin files skipped, with why (``run --model plugin:NAME`` says it instead of "no plugin").
+PLUGIN_PROBLEMS: dict[str, str] = {}
+MAX_PLUGIN_BYTES = 1 << 20
+_PLUGIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
+
+
 def _plugin_info(path: Path) -> ModelInfo | None:
     """Describe a plugin file without executing it: DIMS/DTYPES/DESCRIPTION are read as
-    literals with ``ast`` so listing the catalogue cannot run operator code in the dashboard."""
+    literals with ``ast`` so listing the catalogue cannot run operator code in the dashboard.
+    None (and the reason in ``PLUGIN_PROBLEMS``) for a file that is no model: a FIFO or a
+    device named ``*.py`` is never read, a name no model may have is skipped, bad DIMS too."""
+    name = f"plugin:{path.stem}"
+    if not _PLUGIN_NAME.fullmatch(path.stem):
+        return None  # no model can be named so (spaces, control characters, 130+ characters)
     try:
-        tree = ast.parse(path.read_text(), filename=str(path))
-    except (OSError, SyntaxError):
+        tree = ast.parse(read_regular(path, MAX_PLUGIN_BYTES).decode("utf-8"), filename=str(path))
+        info = _plugin_from_tree(path, tree)
+    except (OSError, SyntaxError, ValueError, TypeError, IndexError) as e:
+        PLUGIN_PROBLEMS[name] = f"{path.name}: {type(e).__name__}: {str(e)[:200]}"
         return None
+    if info is None:
+        PLUGIN_PROBLEMS[name] = f"{path.name} defines no factory()"
+    return info
+
+
+def _plugin_from_tree(path: Path, tree: ast.Module) -> ModelInfo | None:
     values: dict[str, Any] = {}
     has_factory = False
     for node in tree.body:
@@ -147,7 +169,8 @@ def _plugin_info(path: Path) -> ModelInfo | None:
     if not has_factory:
         return None
     dims = tuple(
-        Dim(name, int(spec[0]), int(spec[1]), int(spec[2]), input_only=bool(spec[3:4] and spec[3]))
+        Dim(str(name), int(spec[0]), int(spec[1]), int(spec[2]),
+            input_only=bool(spec[3:4] and spec[3]))
         for name, spec in dict(values.get("DIMS", {})).items()
     )
     return ModelInfo(
@@ -164,6 +187,7 @@ def plugin_models() -> list[ModelInfo]:
     folder = os.environ.get(PLUGIN_ENV)
     if not folder or not Path(folder).is_dir():
         return []
+    PLUGIN_PROBLEMS.clear()
     found = (_plugin_info(p) for p in sorted(Path(folder).glob("*.py")))
     return [m for m in found if m is not None]
 
@@ -184,15 +208,25 @@ def get_model(name: str) -> ModelInfo:
                 raise CatalogueError(f"model {name!r} needs {', '.join(m.requires)} installed")
             return m
     if name.startswith("plugin:"):
-        raise CatalogueError(f"no plugin model {name!r} in ${PLUGIN_ENV}")
+        why = PLUGIN_PROBLEMS.get(name)
+        raise CatalogueError(f"no plugin model {name!r} in ${PLUGIN_ENV}"
+                             + (f" (its file was skipped: {why})" if why else ""))
     from engine.models import registries
 
     if registries.is_registry_name(name):
         return registries.model_info(name)
     if ":" in name:
         return _user_model(name)
-    known = ", ".join(m.name for m in list_models())
-    raise CatalogueError(f"unknown model {name!r}; known models: {known}")
+    raise CatalogueError(unknown_model(name, [m.name for m in list_models()]))
+
+
+def unknown_model(name: str, known: list[str]) -> str:
+    """"unknown model 'mpl': did you mean mlp?" (difflib's close matches), else the list."""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    if close:
+        return (f"unknown model {name!r}: did you mean {' or '.join(close)}? "
+                "(python -m engine models lists every model)")
+    return f"unknown model {name!r}; known models: {', '.join(known)}"
 
 
 def _user_model(ref: str) -> ModelInfo:
@@ -200,9 +234,13 @@ def _user_model(ref: str) -> ModelInfo:
     if not fn.isidentifier():
         raise CatalogueError(f"{ref!r}: expected path/to/file.py:factory or package.module:factory")
     if target.endswith(".py"):
-        path = Path(target).expanduser().resolve()
-        if not path.is_file():
-            raise CatalogueError(f"user model file {target!r} does not exist")
+        try:
+            path = Path(target).expanduser().resolve()
+            read_regular(path, MAX_PLUGIN_BYTES)  # a FIFO or a device is never imported
+        except NotARegularFile as e:
+            raise CatalogueError(f"user model file: {e}") from None
+        except (OSError, RuntimeError, ValueError) as e:
+            raise CatalogueError(f"user model file {target[:200]!r}: {e}") from None
         info = _plugin_info(path)
         dims = info.dims if info else ()
         return ModelInfo(ref, f"User model {path.name}:{fn}", f"{path}:{fn}", dims, source="user")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import signal
 import socket
@@ -53,6 +54,11 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+# The shortest heartbeat silence after which a running run counts as lost: four heartbeats of a
+# live run (execute.py beats every half second).
+MIN_STALE_AFTER_S = 2.0
+
+
 class Worker:
     def __init__(self, db: Any, worker_id: str, *, poll_s: float = 1.0,
                  stale_after_s: float = 60.0, allow_user_models: bool = False,
@@ -60,6 +66,10 @@ class Worker:
                  beat_every_s: float = BEAT_EVERY_S) -> None:
         """``capabilities``: what this worker registers and claims by (``engine.orchestrate.hardware``);
         None (tools and tests) registers nothing and claims any queued run."""
+        if not (math.isfinite(stale_after_s) and stale_after_s >= MIN_STALE_AFTER_S):
+            # zero or negative: every live run of every other worker would look lost
+            raise ValueError(f"stale_after_s must be at least {MIN_STALE_AFTER_S:g} s, got "
+                             f"{stale_after_s!r}")
         self.db = db
         self.worker_id = worker_id
         self.poll_s = poll_s
@@ -263,14 +273,20 @@ class Worker:
 
 
 def _gpu_list(text: str) -> list[str]:
-    if text == "all":
-        import torch
+    """The GPU indexes of ``--gpus`` ('all' or distinct indexes, engine/cli/main.py), each a
+    GPU this host has: a worker pinned to a GPU that is not there would claim runs and fail them
+    all (ValueError: one line from the CLI)."""
+    import torch
 
-        n = torch.cuda.device_count()
-        if n == 0:
-            raise SystemExit("error: --gpus all: no CUDA GPU is visible here")
-        return [str(i) for i in range(n)]
-    return [g.strip() for g in text.split(",") if g.strip()]
+    n = torch.cuda.device_count()
+    if n == 0:
+        raise ValueError(f"--gpus {text}: no CUDA GPU is visible here")
+    wanted = [str(i) for i in range(n)] if text == "all" else text.split(",")
+    missing = [g for g in wanted if int(g) >= n]
+    if missing:
+        raise ValueError(f"--gpus {text}: this host has {n} CUDA GPU(s), 0..{n - 1}; "
+                         f"{', '.join(missing)} names none")
+    return wanted
 
 
 def run_pool(args: argparse.Namespace) -> int:
@@ -316,7 +332,7 @@ def main(args: argparse.Namespace) -> int:
     log.info("worker %s can run: %s%s", worker_id, describe(capabilities),
              f" (GPU probe failed: {capabilities.info['probe_error']})"
              if capabilities.info.get("probe_error") else "")
-    worker = Worker(open_database(args.db), worker_id, poll_s=args.poll,
+    worker = Worker(open_database(args.db, lasting=True), worker_id, poll_s=args.poll,
                     stale_after_s=args.stale_after, allow_user_models=allow,
                     capabilities=capabilities)
     signal.signal(signal.SIGINT, worker.request_stop)

@@ -1,0 +1,67 @@
+"""The CLI speaks plainly (issue 40, item 9): a typo'd model gets "did you mean", the short dtype
+names work, a usage error is one line, ``cancel`` says what it did."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.cli.main import main
+from storage import open_database, queries, queue
+
+
+def _exit(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as e:  # argparse's own checks
+        return int(e.code)
+
+
+def test_a_model_typo_is_answered_with_the_close_name(tmp_path, capsys):
+    assert _exit(["run", "--model", "mpl", "--queue", "--db",
+                  f"sqlite:///{tmp_path / 'lab.db'}"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown model 'mpl': did you mean mlp?" in err and "pointwise_chain" not in err
+    assert _exit(["run", "--model", "zzzzzz", "--queue", "--db",
+                  f"sqlite:///{tmp_path / 'lab.db'}"]) == 2
+    assert "known models: mlp" in capsys.readouterr().err  # nothing close: the whole list
+
+
+@pytest.mark.parametrize(("typed", "stored"), [("bf16", "bfloat16"), ("fp16", "float16"),
+                                               ("FP32", "float32"), ("half", "float16")])
+def test_short_dtype_names_are_read_as_torchs(typed, stored, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    assert main(["run", "--model", "mlp", "--dtype", typed, "--queue", "--db", url]) == 0
+    db = open_database(url)
+    try:
+        assert queries.list_runs(db).iloc[0]["spec"]["dtype"] == stored
+    finally:
+        db.dispose()
+
+
+def test_a_usage_error_is_one_line_with_where_to_look(capsys):
+    assert _exit(["run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "--model" in err
+    assert "(usage: python -m engine run --help)" in err
+    assert _exit(["show"]) == 2 and capsys.readouterr().err.count("\n") == 1
+
+
+def test_cancel_says_what_it_did(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    db = open_database(url)
+    try:
+        queued = queue.enqueue_run(db, {"model": "mlp"})
+        running = queue.enqueue_run(db, {"model": "mlp"})
+        done = queue.enqueue_run(db, {"model": "mlp"})
+        for rid in (running, done):
+            queue.claim_run(db, rid, "w")
+        queue.finish_run(db, done, "done")
+    finally:
+        db.dispose()
+    said = {}
+    for rid in (queued, running, done):
+        assert main(["cancel", str(rid), "--db", url]) == 0
+        said[rid] = capsys.readouterr().out.strip()
+    assert said[queued] == f"run {queued}: cancelled"
+    assert said[running].startswith(f"run {running}: running (cancel requested")
+    assert said[done] == f"run {done}: done (already finished: nothing to cancel)"
