@@ -121,7 +121,8 @@ def test_show_json_carries_the_recorded_counters(tmp_path):
         v = next(x for x in run_json(db, run_id)["variants"] if x["variant"] == "max-autotune")
         assert v["compile_cache"][1]["autotune_cache_state"] == {"hit": 12, "only 1 config": 7}
         assert v["compile_cache"][1]["counters"]["triton_bundler_read_and_emit_kernel"] == 38
-        assert "12 kernels found their best config in the cache (hit)" in format_run(db, run_id)
+        assert "12 kernels found their best config in the cache (hit)" in format_run(
+            db, run_id, width=None)  # whole lines: the phrase is not wrapped
     finally:
         db.dispose()
 

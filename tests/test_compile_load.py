@@ -118,7 +118,7 @@ def test_stored_figures_reach_show_and_the_verdict(db):
         "warm": {"other_busy_cores": 0.1, "steal_share": 0.0}}))
     finish_run(db, run_id, "done", environment=ENVIRONMENT)
     rows = load_runs(db, [run_id])["variants"]
-    text = format_run(db, run_id)
+    text = format_run(db, run_id, width=None)  # whole lines: the phrases below are not wrapped
     assert ("compile host [reduce-overhead]: cold: other processes 2.2 cores, steal 0.0%; "
             "warm: other processes 0.1 cores, steal 0.0%") in text
     assert ("reduce-overhead: during its cold compile other work kept 2.2 CPU cores busy. Its "

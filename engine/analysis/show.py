@@ -6,8 +6,10 @@ requirements; ``run_json`` is what ``show --json`` prints."""
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
+from contract.text import terminal_text
 from engine.analysis import decode_report, forensics_report, train_report
 from engine.analysis.pareto import peak_bytes, peak_kind
 from engine.analysis.verdict import decide
@@ -27,16 +29,18 @@ def describe_step(spec: dict[str, Any]) -> str:
                + (" + GradScaler" if ac == "float16" else ""))
             + f"); one call = one step; accuracy after {spec.get('accuracy_steps', 3)} steps")
 
+# The table's columns, the time figures first: split to fit the width, each block repeats the
+# variant column (``table_lines``); ``--wide`` prints them as one table.
 ROW = [
     ("variant", "variant", "{}"),
     ("status", "status", "{}"),
-    ("1st call cold s", "first_call_cold_s", "{:.3f}"),
-    ("1st call warm s", "first_call_warm_s", "{:.3f}"),
     ("median ms/call", "median_ms", "{:.4f}"),
     ("eager ms", "eager_median_ms", "{:.4f}"),
-    ("pipelined ms/call", "pipelined_median_ms", "{:.4f}"),
     ("speedup (95% CI)", None, None),
     ("processes, spread", None, None),
+    ("pipelined ms/call", "pipelined_median_ms", "{:.4f}"),
+    ("1st call cold s", "first_call_cold_s", "{:.3f}"),
+    ("1st call warm s", "first_call_warm_s", "{:.3f}"),
     ("break-even calls", None, None),
     ("peak reserved MiB", None, None),
     ("graphs/breaks/recomp", None, None),
@@ -129,7 +133,53 @@ def _slurm_line(job: dict[str, Any] | None) -> list[str]:
     return [f"  slurm: {first} {state}" + "".join(f", {p}" for p in rest)]
 
 
-def format_run(db: Any, run_id: int) -> str:
+WIDTH = 120  # a terminal's columns; ``show --wide`` (width None) prints every line whole
+
+
+def table_lines(rows: list[dict[str, Any]], width: int | None = WIDTH) -> list[str]:
+    """The variants table, split into blocks of columns that fit ``width`` (each block starts
+    with the variant column); one table with ``width`` None."""
+    table = [[label for label, _, _ in ROW]] + [
+        [_cell(r, key, fmt, label) for label, key, fmt in ROW] for r in rows]
+    widths = [max(len(t[i]) for t in table) for i in range(len(ROW))]
+    blocks: list[list[int]] = [[0]]
+    for i in range(1, len(ROW)):
+        used = sum(widths[j] + 2 for j in blocks[-1])
+        if width is not None and len(blocks[-1]) > 1 and used + widths[i] > width - 2:
+            blocks.append([0])
+        blocks[-1].append(i)
+    out: list[str] = []
+    for block in blocks:
+        if out:
+            out.append("")
+        for n, t in enumerate(table):
+            out.append("  " + "  ".join(t[i].ljust(widths[i]) if i == 0 else
+                                        t[i].rjust(widths[i]) for i in block).rstrip())
+            if n == 0:
+                out.append("  " + "  ".join("-" * widths[i] for i in block))
+    return out
+
+
+def wrap_lines(lines: list[str], width: int | None = WIDTH) -> list[str]:
+    """Each line longer than ``width`` wrapped at spaces, its continuation indented under it.
+    Stored text in a line (an error, a GPU name) has its control characters escaped first, so
+    that wrapping, which treats them as spaces, cannot lose or split them."""
+    if width is None:
+        return lines
+    out: list[str] = []
+    for line in (part for whole in lines for part in terminal_text(whole).split("\n")):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent + "    ",
+                             break_on_hyphens=False) or [line[:width]]
+    return out
+
+
+def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
+    """The run as text: at most ``width`` columns (None: each line whole, ``show --wide``);
+    every figure is in ``show --json``."""
     run = run_json(db, run_id)
     rows = run["variants"]
     env = run.get("environment") or {}
@@ -142,42 +192,38 @@ def format_run(db: Any, run_id: int) -> str:
         f"torch {env.get('torch') or '-'} | triton {env.get('triton') or '-'} | "
         f"host {env.get('host') or '-'} | commit {_short_commit(env.get('commit'))}",
     ]
+    lines = wrap_lines(lines, width)
     if rows:
         timer = next((r.get("timer") for r in rows if r.get("timer")), "?")
-        table = [[label for label, _, _ in ROW]] + [
-            [_cell(r, key, fmt, label) for label, key, fmt in ROW] for r in rows
-        ]
-        widths = [max(len(t[i]) for t in table) for i in range(len(ROW))]
-        for i, t in enumerate(table):
-            lines.append("  ".join(c.rjust(w) for c, w in zip(t, widths, strict=True)))
-            if i == 0:
-                lines.append("  ".join("-" * w for w in widths))
-        lines += method_lines(timer, _pipeline_k(run, rows))
-        lines += process_lines(rows)
+        table = table_lines(rows, width)
+        lines += [*table, ""]
+        rest: list[str] = method_lines(timer, _pipeline_k(run, rows))
+        rest += process_lines(rows)
         for r in rows:
             busy = r.get("host_other_busy_cores")
             if not _blank(busy) and busy >= BUSY_HOST_CORES:
-                lines.append(f"  host busy [{r['variant']}]: other processes kept {busy:.1f} CPU "
-                             "cores busy while it was timed; its figures may read slow.")
+                rest.append(f"  host busy [{r['variant']}]: other processes kept {busy:.1f} CPU "
+                            "cores busy while it was timed; its figures may read slow.")
         for r in rows:
             if r["status"] != "ok":
-                lines.append(f"  {r['variant']} {r['status']}: {r.get('error')}")
+                rest.append(f"  {r['variant']} {r['status']}: {r.get('error')}")
         for r in rows:
             for b in r.get("graph_breaks") or []:
                 where = (f"{b['file']}:{b['line']}" if b.get("file")
                          else "(no user file:line)")
-                lines.append(f"  graph break [{r['variant']}] {where} x{b['count']}: "
-                             f"{b['reason']}")
+                rest.append(f"  graph break [{r['variant']}] {where} x{b['count']}: "
+                            f"{b['reason']}")
             for rc in r.get("recompiles") or []:
                 at = f" at {rc['dim_value']:g}" if not _blank(rc.get("dim_value")) else ""
-                lines.append(f"  recompile [{r['variant']}]{at}: {rc['reason']}")
-        lines += forensics_report.lines(rows)
-        lines += forensics_report.trace_lines(run_id, rows, run.get("artifacts") or [])
-        lines += decode_report.lines(rows)
-        lines += train_report.lines(rows)
-        lines.append(where_time_went(run))
-        lines.append("Verdict:")
-        lines += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]
+                rest.append(f"  recompile [{r['variant']}]{at}: {rc['reason']}")
+        rest += forensics_report.lines(rows)
+        rest += forensics_report.trace_lines(run_id, rows, run.get("artifacts") or [])
+        rest += decode_report.lines(rows)
+        rest += train_report.lines(rows)
+        rest.append(where_time_went(run))
+        rest.append("Verdict:")
+        rest += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]
+        lines += wrap_lines(rest, width)
     return "\n".join(lines)
 
 
@@ -238,25 +284,51 @@ TIME_ORDER = ("process start", "imports", "setup", "compiler import", "model bui
 
 
 def where_time_went(run: dict[str, Any]) -> str:
-    """One line: the run's wall time split by phase over all its processes, the rest being the
-    parent's own work and waiting (database, scheduling)."""
+    """The run's wall time, said so that it adds up: the time some measuring process was alive
+    and the time the parent was alone (database, scheduling); then what the processes spent
+    their time on, in process-seconds, which add up to more than the wall time when processes
+    ran side by side (as they do: engine/orchestrate/schedule.py)."""
     from datetime import datetime
 
     total: dict[str, float] = {}
+    spans: list[tuple[float, float]] = []
     for r in run["variants"]:
         for name, sec in (r.get("time_s") or {}).items():
             total[name] = total.get(name, 0.0) + float(sec)
+        for p in r.get("processes") or []:
+            a, b = (p.get("spawned_at") or p.get("started_at")), p.get("ended_at")
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b >= a:
+                spans.append((float(a), float(b)))
     if not total:
         return "  where the time went: not recorded for this run"
     parts = [f"{name} {total[name]:.1f} s" for name in TIME_ORDER if name in total]
     parts += [f"{name} {sec:.1f} s" for name, sec in total.items() if name not in TIME_ORDER]
+    summed = f"{sum(total.values()):.1f} process-seconds: " + ", ".join(parts)
     wall = None
     if run.get("started_at") and run.get("finished_at"):
         wall = (datetime.fromisoformat(run["finished_at"])
                 - datetime.fromisoformat(run["started_at"])).total_seconds()
-        parts.append(f"other (parent, database, waiting) {max(wall - sum(total.values()), 0):.1f} s")
-    head = f"  where the time went ({wall:.1f} s wall): " if wall else "  where the time went: "
-    return head + ", ".join(parts)
+    if wall is None or not spans:
+        return "  where the time went: " + summed
+    alive, most = _union_and_peak(spans)
+    alive = min(alive, wall)
+    return (f"  where the time went ({wall:.1f} s wall) = measuring processes alive "
+            f"{alive:.1f} s (up to {most} at once) + the parent alone {wall - alive:.1f} s "
+            f"(database, scheduling); inside the {len(spans)} processes, side by side, "
+            + summed)
+
+
+def _union_and_peak(spans: list[tuple[float, float]]) -> tuple[float, int]:
+    """Seconds covered by at least one span, and the most spans open at once."""
+    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    covered, open_, most, since = 0.0, 0, 0, 0.0
+    for t, step in events:
+        if open_ > 0:
+            covered += t - since
+        open_ += step
+        most = max(most, open_)
+        since = t
+    return covered, most
 
 
 def _short_commit(commit: str | None) -> str:

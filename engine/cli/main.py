@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("run_id", type=_run_id)
     s.add_argument("--json", action="store_true",
                    help="print the run as one JSON document (docs/CONTRACTS.md)")
+    s.add_argument("--wide", action="store_true",
+                   help="one table with every column, lines unwrapped (default: 120 columns)")
 
     w = sub.add_parser("worker", help="serve queued runs from the database")
     w.add_argument("--gpus", type=_gpus, default=None,
@@ -149,7 +151,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         from contract.text import terminal_text
 
-        print(terminal_text(format_run(db, args.run_id)))  # stored text: no terminal escapes
+        text = format_run(db, args.run_id, width=None if args.wide else 120)
+        print(terminal_text(text))  # stored text: no terminal escapes
     return 0
 
 
