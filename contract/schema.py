@@ -297,10 +297,11 @@ FIGURES: tuple[Figure, ...] = (
     _r("shape_mix", "json", None, "spec shape_weights: requests replayed in the mix of sweep "
        "sizes (engine/measure/shape_mix.py): mean and per-size per-request ms, recompiles during the "
        "replay", column=False),
-    _r("train_phases_ms", "json", None, "training steps: {variant, eager} each with the "
-       "median forward_ms (zero_grad, forward, loss), backward_ms, optimizer_ms and step_ms of "
-       "steps after timing, marks between the phases (CUDA events on the stream, the host "
-       "clock on a CPU); eager: the twin in a compiled variant's process "
+    _r("train_phases_ms", "json", None, "training steps: {variant, eager} each with "
+       "forward_ms (zero_grad, forward, loss), backward_ms, optimizer_ms and step_ms, means "
+       "over the middle `kept` of `steps` steps after timing (by step time, so the phases add "
+       "up to the step), marks between the phases (CUDA events on the stream, the host clock "
+       "on a CPU); eager: the twin in a compiled variant's process "
        "(engine/measure/train_step.py phase_times)", column=False),
     # ---- what was built, and token generation (engine/measure/decode.py)
     _r("arch", "json", None, "what was built: parameter count; registry and decode models: "

@@ -112,7 +112,9 @@ def test_show_prints_the_split_beside_eagers():
             {"variant": "default+opt", "train_phases_ms": {"error": "RuntimeError: x"}},
             {"variant": "reduce-overhead"}]
     text = "\n".join(train_report.lines(rows))
-    assert "training step split (median of 10 steps" in text
+    assert "training step split (median of 10 steps" in text  # a figure without 'kept'
+    rows[0]["train_phases_ms"]["variant"]["kept"] = 6
+    assert "(mean of the middle 6 of 10 steps" in "\n".join(train_report.lines(rows))
     assert "eager: forward 2 ms, backward 3.5 ms, optimizer 1.25 ms (step 6.75 ms)" in text
     assert ("default: forward 1 ms, backward 2 ms, optimizer 1.2 ms (step 4.2 ms); eager in "
             "the same process: forward 2.1 ms") in text
@@ -145,3 +147,22 @@ def test_the_documented_factory_trains_and_passes_the_float64_check(tmp_path):
     acc = training.accuracy()
     assert acc["accuracy_ok"] is True, acc
     assert acc["reference_dtype"] == "float64"
+
+
+def test_the_phases_add_up_to_the_step_and_a_stalled_step_is_left_out():
+    """Ten steps of 10 + 20 + 5 ms, one of which stalls 500 ms in its backward: the split is
+    the mean of the middle six by step time, so it adds up and the stall does not count."""
+    calls = iter(range(10))
+
+    def step(mark):
+        n = next(calls)
+        for i, secs in enumerate((0.01, 0.5 if n == 3 else 0.02, 0.005)):
+            mark(i)
+            time.sleep(secs)
+        mark(3)
+
+    out = train_step.phase_times(step, cuda=False, steps=10)
+    assert out["kept"] == 6
+    assert out["step_ms"] == pytest.approx(out["forward_ms"] + out["backward_ms"]
+                                           + out["optimizer_ms"])
+    assert out["backward_ms"] == pytest.approx(20, abs=10)  # not (9 x 20 + 500) / 10

@@ -39,9 +39,12 @@ def lines(rows: list[dict[str, Any]]) -> list[str]:
         if mine is None:
             continue
         if not out:
-            steps = (fig.get("variant") or {}).get("steps")
-            out.append(f"  training step split (median of {steps} steps after timing, marks "
-                       "between the phases, nothing synchronised inside a step):")
+            v = fig.get("variant") or {}
+            how = (f"mean of the middle {v['kept']} of {v.get('steps')} steps after timing, "
+                   "by step time, so the phases add up to the step" if v.get("kept") else
+                   f"median of {v.get('steps')} steps after timing")  # results before 'kept'
+            out.append(f"  training step split ({how}; marks between the phases, nothing "
+                       "synchronised inside a step):")
         text = f"    {r['variant']}: {mine}"
         eager = split_text(fig.get("eager") or {}) if isinstance(fig.get("eager"), dict) else None
         if eager:
