@@ -119,6 +119,39 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     ``COMPILELAB_ALLOW_USER_MODELS=1``), the dashboard never. They are refused before the file is
     even looked at. ``stored``: a spec stored elsewhere (a bundle's run, imported): every rule
     holds except that this machine need not have the model (engine/spec_stored.py)."""
+    spec = _complete(raw)
+    model = _text(spec, "model")
+    info = _model_info(model, spec["dims"], stored=stored, allow_user_models=allow_user_models)
+    given = spec["dims"] if isinstance(spec["dims"], dict) else {}
+    _check_dims(spec, info)
+    _check_sweep(spec, info, given)
+    _check_dtype_device(spec, info)
+    configs = _check_variants(spec, check_device)
+    _check_options(spec)
+    _check_grid(spec, configs)
+    if spec["max_processes"] < spec["processes"]:
+        spec["max_processes"] = spec["processes"]  # asking for N processes means at least N
+    if spec["max_time_s"] < spec["min_time_s"]:
+        raise SpecError(f"max_time_s ({spec['max_time_s']:g} s) must be at least min_time_s "
+                        f"({spec['min_time_s']:g} s)", "max_time_s")
+    _check_step(spec)
+    _check_requirements(spec)
+    if "decode" in info.tags and spec["step"] != "inference":
+        raise SpecError(f"{info.name} measures token generation (inference): use step "
+                        "'inference'", "step")
+    if check_device:
+        from engine.orchestrate import device_check
+
+        device_check.check(spec["backend"], spec["device"], spec["dtype"])
+    if check_factory and info.source == "registry":
+        check_registry_model(model, spec["dims"])
+    elif check_factory and info.source != "builtin":
+        check_user_factory(info.factory, spec["dims"])
+    return spec
+
+
+def _complete(raw: Any) -> dict[str, Any]:
+    """``raw`` with every default filled, once it is an object of known options and a model."""
     if not isinstance(raw, dict):
         raise SpecError(f"a run spec must be a JSON object, got {_show(raw)}")
     odd = [k for k in raw if not isinstance(k, str)]
@@ -128,27 +161,25 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
         raise SpecError(f"unknown option(s): {shown}")
     if not raw.get("model"):
         raise SpecError("a model is required", "model")
-    spec = {**RunSpec.defaults(), **raw}
-    model = _text(spec, "model")
-    if stored:
-        try:
-            info = stored_model_info(model, spec["dims"])
-        except CatalogueError as e:
-            raise SpecError(one_line(e), "model") from None
-    elif is_reference(model) and not allow_user_models:
+    return {**RunSpec.defaults(), **raw}
+
+
+def _model_info(model: str, dims: Any, *, stored: bool, allow_user_models: bool) -> Any:
+    """What the catalogue (or, for a stored spec, the spec itself) says of ``model``; a file or
+    module reference is refused before it is looked at unless user models are allowed."""
+    if not stored and is_reference(model) and not allow_user_models:
         raise SpecError(
             f"model {_show(model)} is a file or module reference; this worker runs only catalogue "
             "models and plugin:NAME from its operator's plugin folder (its operator may allow "
             f"references with `python -m engine worker --allow-user-models` or {USER_MODELS_ENV}=1)",
             "model")
-    else:
-        try:
-            info = get_model(model)
-        except CatalogueError as e:
-            raise SpecError(one_line(e), "model") from None
-    given = spec["dims"] if isinstance(spec["dims"], dict) else {}
-    _check_dims(spec, info)
-    _check_sweep(spec, info, given)
+    try:
+        return stored_model_info(model, dims) if stored else get_model(model)
+    except CatalogueError as e:
+        raise SpecError(one_line(e), "model") from None
+
+
+def _check_dtype_device(spec: dict[str, Any], info: Any) -> None:
     for key in ("dtype", "autocast"):  # fp16, bf16...: stored under torch's own name
         if isinstance(spec[key], str):
             spec[key] = DTYPE_ALIASES.get(spec[key].strip().lower(), spec[key])
@@ -158,6 +189,10 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     if not isinstance(spec["device"], str) or spec["device"] not in DEVICES:
         raise SpecError(f"device must be one of {', '.join(DEVICES)}, got {_show(spec['device'])}",
                         "device")
+
+
+def _check_variants(spec: dict[str, Any], check_device: bool) -> dict[str, tuple[str, dict]]:
+    """The variants (eager added, sorted by mode) and the backend they need."""
     variants = _variant_list(spec["variants"])
     configs = _check_variant_names(variants)
     if "eager" not in variants:
@@ -173,37 +208,29 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
     if backend != "inductor" and any(split_variant(v)[0] not in ("eager", "default")
                                      for v in variants):
         raise SpecError("compile modes other than 'default' need backend 'inductor'", "variants")
+    return configs
+
+
+_NUMBERS = ("warmup_calls", "min_samples", "min_time_s", "max_time_s", "pipeline_k",
+            "timeout_s", "seed", "processes", "max_processes", "target_halfwidth",
+            "process_budget_s", "concurrency", "compile_slots", "grid_limit", "mix_requests")
+
+
+def _check_options(spec: dict[str, Any]) -> None:
+    """Flags, numbers in their ranges, and the shape mix's weights."""
     if spec["dynamic"] is not None and not isinstance(spec["dynamic"], bool):
         raise SpecError("dynamic must be None, True or False", "dynamic")
-    for key in ("fullgraph", "cross_check", "profile", "warm_cache", "startup",
-                "keep_trace"):
+    for key in ("fullgraph", "cross_check", "profile", "warm_cache", "startup", "keep_trace"):
         _flag(spec, key)
-    _num(spec, "warmup_calls")
-    _num(spec, "min_samples")
-    _num(spec, "min_time_s")
-    _num(spec, "max_time_s")
-    _num(spec, "pipeline_k")
-    _num(spec, "timeout_s")
-    _num(spec, "seed")
-    _num(spec, "processes")
-    _num(spec, "max_processes")
-    _num(spec, "target_halfwidth")
-    _num(spec, "process_budget_s")
-    _num(spec, "concurrency")
-    _num(spec, "compile_slots")
-    _num(spec, "grid_limit")
-    _num(spec, "mix_requests")
+    for key in _NUMBERS:
+        _num(spec, key)
     try:
         shape_mix.check(spec)  # weights of the sweep's sizes
     except ValueError as e:
         raise SpecError(one_line(e), "sweep") from None
-    _check_grid(spec, configs)
-    if spec["max_processes"] < spec["processes"]:
-        spec["max_processes"] = spec["processes"]  # asking for N processes means at least N
-    if spec["max_time_s"] < spec["min_time_s"]:
-        raise SpecError(f"max_time_s ({spec['max_time_s']:g} s) must be at least min_time_s "
-                        f"({spec['min_time_s']:g} s)", "max_time_s")
-    _check_step(spec)
+
+
+def _check_requirements(spec: dict[str, Any]) -> None:
     for key, limit in (("require_gpu", 256), ("require_torch", 64)):
         if spec[key] in (None, ""):
             spec[key] = None  # any worker with the device
@@ -211,18 +238,6 @@ def normalise(raw: Any, *, check_device: bool = False, check_factory: bool = Fal
             raise SpecError(f"{key} must be at most {limit} characters", key)
         else:
             _text(spec, key)
-    if "decode" in info.tags and spec["step"] != "inference":
-        raise SpecError(f"{info.name} measures token generation (inference): use step "
-                        "'inference'", "step")
-    if check_device:
-        from engine.orchestrate import device_check
-
-        device_check.check(backend, spec["device"], spec["dtype"])
-    if check_factory and info.source == "registry":
-        check_registry_model(model, spec["dims"])
-    elif check_factory and info.source != "builtin":
-        check_user_factory(info.factory, spec["dims"])
-    return spec
 
 
 def _check_dims(spec: dict[str, Any], info: Any) -> None:
