@@ -196,6 +196,9 @@ FIGURES: tuple[Figure, ...] = (
     _r("stderr_tail", "str"),
     _r("timer", "str", "timer"),
     _r("setup_s", "float", "setup s", "imports + device init + model build, not compile"),
+    _r("device_startup_ms", "float", None, "eager's very first call in the process, which pays "
+       "the device's start-up (CUDA context, cuBLAS handles); every warm-up curve starts after "
+       "it", column=False),
     _r("first_call_cold_s", "float", "1st call cold s", "compiled call 1, empty cache"),
     _r("first_call_warm_s", "float", "1st call warm s", "call 1 in a fresh process, warm cache"),
     _r("compile_load", "json", None, "the host beside the reported compiles, {cold, warm}: "

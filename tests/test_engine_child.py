@@ -14,6 +14,8 @@ import json, sys
 from engine.measure.child import Progress, measure
 result = measure(json.loads(sys.argv[1]), Progress(None))
 print(json.dumps({"status": result["status"], "error": result["error"],
+                  "device_startup_ms": result.get("device_startup_ms"),
+                  "warmup_ms": result.get("warmup_ms"),
                   "dynamo_imported": "torch._dynamo" in sys.modules,
                   "inductor_imported": "torch._inductor.compile_fx" in sys.modules}))
 """
@@ -34,3 +36,5 @@ def test_eager_child_never_imports_dynamo_or_inductor():
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["status"] == "ok", out
     assert not out["dynamo_imported"] and not out["inductor_imported"], out
+    # the device's start-up call is a figure of its own, and no warm-up curve holds it
+    assert out["device_startup_ms"] > 0 and len(out["warmup_ms"]) == 3

@@ -270,6 +270,10 @@ def process_lines(rows: list[dict[str, Any]]) -> list[str]:
         if r["variant"] != "eager" and not _blank(busy) and not _blank(dev):
             out.append(f"  eager in [{r['variant']}]: GPU busy {busy:.4f} of "
                        f"{dev:.4f} ms wall per call")
+    startup = next((r.get("device_startup_ms") for r in rows if r["variant"] == "eager"), None)
+    if not _blank(startup):
+        out.append(f"  device start-up: eager's first call in its process took {startup:.1f} ms "
+                   "(context, library handles); no warm-up curve includes it")
     probes = [(r["variant"], r["host_probe"]) for r in rows if isinstance(r.get("host_probe"), dict)]
     if probes:
         out.append("  host probe (median over each variant's processes, µs): " + "; ".join(
