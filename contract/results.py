@@ -27,6 +27,7 @@ SERIES = ("samples_ms", "eager_samples_ms", "pipelined_ms", "eager_pipelined_ms"
 CHILDREN = ("graph_breaks", "recompiles", "sweep")
 _RESULT_KINDS = {f.name: f.kind for f in FIGURES if f.where == "result"}
 _STATS_KINDS = {f.name: f.kind for f in FIGURES if f.where == "stats"}
+_STRUCTURE = frozenset({"variant", "status", "stats", "processes", *CHILDREN})
 MAX_SERIES = 1_000_000
 
 
@@ -142,6 +143,9 @@ class VariantResult:
     stats: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     children: Mapping[str, tuple[Any, ...]] = field(
         default_factory=lambda: MappingProxyType({}))
+    extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """What the result holds beyond the contract's figures (a process's errors, the scheduling,
+    the environment the child saw): kept as given, for storage's ``extra``."""
 
     @classmethod
     def from_json(cls, raw: Any) -> VariantResult:
@@ -161,7 +165,9 @@ class VariantResult:
             stats=MappingProxyType({k: stats.get(k) for k in STATS_KEYS
                                     if fits(_STATS_KINDS[k], stats.get(k))}),
             children=MappingProxyType({k: tuple(raw[k]) for k in CHILDREN
-                                       if isinstance(raw.get(k), list)}))
+                                       if isinstance(raw.get(k), list)}),
+            extra=MappingProxyType({k: v for k, v in raw.items() if isinstance(k, str)
+                                    and k not in _RESULT_KINDS and k not in _STRUCTURE}))
 
     def figure(self, name: str) -> Any:
         """A figure by its contract name, from the result or its stats (None when absent)."""
@@ -173,6 +179,7 @@ class VariantResult:
         if self.processes:
             out["processes"] = [p.to_json() for p in self.processes]
         out.update({k: list(v) for k, v in self.children.items()})
+        out.update(self.extra)
         out["stats"] = {k: self.stats.get(k) for k in STATS_KEYS}
         return out
 

@@ -84,3 +84,27 @@ def test_a_variant_drops_figures_of_the_wrong_kind():
     assert v.figure("speedup") is None and v.figure("n") == 10
     with pytest.raises(ValueError):
         VariantResult.from_json(["not", "a", "dict"])
+
+
+def test_a_variant_keeps_what_lies_beyond_the_contract():
+    raw = {"variant": "default", "status": "ok", "process_errors": [{"index": 2}],
+           "scheduling": {"concurrency": 4}, "graph_breaks": [{"reason": "print"}]}
+    v = VariantResult.from_json(raw)
+    assert dict(v.extra) == {"process_errors": [{"index": 2}], "scheduling": {"concurrency": 4}}
+    again = v.to_json()
+    assert again["process_errors"] == [{"index": 2}] and again["graph_breaks"] == [
+        {"reason": "print"}]
+    assert VariantResult.from_json(again) == v
+
+
+def test_the_runner_hands_on_only_figures_that_fit():
+    """engine/orchestrate/fold.with_stats passes every result through the typed form: a child
+    that wrote text where a number belongs does not reach storage or a page with it."""
+    from engine.orchestrate.fold import with_stats
+
+    child = {"variant": "eager", "status": "ok", "setup_s": "slow", "graph_count": 0,
+             "processes": [{"phase": "cold", "block": 10, "samples_ms": [1.0] * 30,
+                            "eager_samples_ms": [1.0] * 30}], "samples_ms": [1.0] * 30}
+    out = with_stats(child, {"eager": child}, 0.5)
+    assert out.get("setup_s") is None
+    assert out["graph_count"] == 0 and out["stats"]["median_ms"] == 1.0
