@@ -140,6 +140,21 @@ def list_runs(**filters: Any) -> pd.DataFrame:
     return _list_runs(db_url(), clean)
 
 
+@st.cache_data(ttl=LIST_TTL_S, show_spinner=False)
+def _run_cautions(url: str | None, run_ids: tuple[int, ...]) -> dict[int, list[str]]:
+    from engine.analysis.verdict import distrust
+    from storage.trust import trust_rows
+
+    return {rid: distrust(rows) for rid, rows in trust_rows(_database(url), run_ids).items()}
+
+
+def run_cautions(run_ids: Sequence[int]) -> dict[int, list[str]]:
+    """Per run with results, its verdict's cautions about its own figures in a word each
+    (``engine.analysis.verdict.distrust``: noisy, busy host, ...), read from a few values per
+    variant (storage/trust.py), cached like the list."""
+    return _run_cautions(db_url(), tuple(int(r) for r in run_ids))
+
+
 @st.cache_data(ttl=LOAD_TTL_S, show_spinner=False)
 def _load_runs(url: str | None, run_ids: tuple[int, ...]) -> dict[str, pd.DataFrame]:
     from storage import queries

@@ -35,33 +35,76 @@ def when(label: str = "Created") -> Any:
         help=f"In your time zone ({tz})" if tz else "UTC")
 
 
-def _text(label: str, help_: str | None = None, width: str | None = None) -> Any:
+def _text(label: str, help_: str | None = None, width: str | int | None = None) -> Any:
     return st.column_config.TextColumn(label, help=help_, width=width)
 
 
-def runs_columns() -> dict[str, Any]:
-    """Column configs of ``tables.runs_table`` on the Runs page."""
+# Pixels per character of the data grid's 14 px font (wide enough for digits and capitals),
+# and the cell's padding: columns sized to their longest text are never cut off.
+CHAR_PX, PAD_PX, MAX_PX = 7, 24, 460
+
+
+def fit_width(values: Any, label: str, least: int = 56) -> int:
+    """A column width in pixels that shows ``label`` and every value whole (up to MAX_PX; a
+    longer text is cut there, with the whole of it in the CSV and on the run's page)."""
+    longest = max([len(label) + 2, *(len(str(v)) for v in values)])  # +2: the sort arrow
+    return int(min(max(least, longest * CHAR_PX + PAD_PX), MAX_PX))
+
+
+RUN_LABELS = {"run_id": "Run", "model": "Model", "dims_label": "Shape", "dtype": "dtype",
+              "device": "Device", "gpu": "GPU", "torch_version": "torch", "status": "Status",
+              "variants": "Variants", "best_speedup": "Best speedup (×)",
+              "cautions": "Cautions", "created_at": "Created", "tags": "Tags", "note": "Note"}
+
+
+def runs_columns(table: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Column configs of ``tables.runs_table`` on the Runs page, each as wide as its content
+    (``table``) so that no label or value is cut off."""
+    def px(col: str) -> int | None:
+        if table is None or col not in table.columns:
+            return None
+        values = table[col].map(lambda v: f"{v:.2f}" if isinstance(v, float) else v)
+        return fit_width(values, RUN_LABELS[col])
+
     return {
-        "run_id": st.column_config.NumberColumn("Run", format="#%d", width="small"),
-        "model": _text("Model", width="medium"),
-        "dims_label": _text("Shape", "The model's dims (batch, seq, hidden, …)", "medium"),
-        "dtype": _text("dtype", width="small"),
-        "device": _text("Device", width="small"),
+        "run_id": st.column_config.NumberColumn("Run", format="#%d", width=px("run_id")),
+        "model": _text("Model", width=px("model")),
+        "dims_label": _text("Shape", "The model's dims (batch, seq, hidden, …)", px("dims_label")),
+        "dtype": _text("dtype", width=px("dtype")),
+        "device": _text("Device", width=px("device")),
         "gpu": _text("GPU", f"GPU model the run used; cpu for CPU runs; {DASH}: not "
-                     "recorded yet (queued)", "medium"),
+                     "recorded yet (queued)", px("gpu")),
         "torch_version": _text("torch", f"torch release of the worker; {DASH}: not "
-                               "recorded yet (queued)", "small"),
-        "status": _text("Status", width="small"),
+                               "recorded yet (queued)", px("torch_version")),
+        "status": _text("Status", width=px("status")),
         "variants": _text("Variants", "eager and the compile modes the run measures",
-                          "medium"),
+                          px("variants")),
         "best_speedup": st.column_config.NumberColumn(
-            "Best speedup (×)", width="small",
+            "Best speedup (×)", width=px("best_speedup"),
             help="Best compile variant: eager median ÷ variant median (below 1.00 = compiled "
-                 f"slower than eager); {DASH}: no compiled variant finished"),
+                 f"slower than eager); {DASH}: no compiled variant finished. Read it with the "
+                 "Cautions beside it."),
+        "cautions": _text(
+            "Cautions", "What the run's own verdict says about its figures: noisy (IQR over "
+            "10 % of the median), busy host (other processes kept CPU cores busy while it was "
+            "timed), host speed moved (between its processes), processes disagree (beyond "
+            "their own noise), provisional (still measuring). none: no such caution; "
+            f"{DASH}: no results yet. The run's page says each in full.", px("cautions")),
         "created_at": when(),
-        "tags": _text("Tags", width="medium"),
-        "note": _text("Note", f"First line of the run's note; {DASH}: none", "large"),
+        "tags": _text("Tags", width=px("tags")),
+        "note": _text("Note", f"First line of the run's note; {DASH}: none", px("note")),
     }
+
+
+def flag_distrusted(styler: Any, table: pd.DataFrame) -> Any:
+    """The best speedup of a run whose verdict cautions about its figures, in amber: the
+    figure is not shown bare (the Cautions column says why)."""
+    distrusted = ~table["cautions"].isin(["none", DASH, ""])
+
+    def colour(column: pd.Series) -> list[str]:
+        return ["color: #b45309; font-weight: 600" if bad else "" for bad in distrusted]
+
+    return styler.apply(colour, subset=["best_speedup"])
 
 
 # Compare page: the headline figures of each variant, human names with units.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -150,8 +151,11 @@ def cudagraph_skips_table(variants: pd.DataFrame) -> pd.DataFrame:
 
 # What a reader scans for first (which model, did compiling pay) before where it ran: at
 # 1024-1440 px the grid shows about eight columns before it scrolls sideways.
-RUN_COLUMNS = ["run_id", "model", "dims_label", "status", "best_speedup", "variants", "device",
-               "gpu", "dtype", "torch_version", "created_at", "tags", "note"]
+# What decides a run first (its speedup and whether its own verdict trusts it), then where and
+# when it ran; the table scrolls sideways to the rest.
+RUN_COLUMNS = ["run_id", "model", "status", "best_speedup", "cautions", "gpu", "dims_label",
+               "dtype", "created_at", "variants", "device", "torch_version", "tags", "note"]
+CAUTION_SEP = " · "
 DASH = "–"
 NOTE_CHARS = 120  # the table shows the note's first line, cut; the run page shows all of it
 
@@ -161,9 +165,12 @@ def _first_line(text) -> str:
     return line if len(line) <= NOTE_CHARS else line[: NOTE_CHARS - 1] + "…"
 
 
-def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
+def runs_table(runs: pd.DataFrame, cautions: Mapping[int, list[str]] | None = None
+               ) -> pd.DataFrame:
     """The run-history table's columns, in display order: tags joined, the planned variants
-    (from the spec), the note's first line; empty text cells read "–" (the column's tooltip
+    (from the spec), the note's first line, and the run's cautions about its own figures
+    (``cautions``: run id -> ``engine.analysis.verdict.distrust``; "none" when its verdict has
+    none, "–" for a run without results); empty text cells read "–" (the column's tooltip
     says why), never ``None``."""
     if runs is None or runs.empty:
         return pd.DataFrame(columns=RUN_COLUMNS)
@@ -177,8 +184,11 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
                                 if isinstance(s, dict) and isinstance(s.get("variants"), list)
                                 else "")
     out["note"] = out["note"].map(lambda n: "" if n is None or n != n else _first_line(n))
+    said = cautions or {}
+    out["cautions"] = [(CAUTION_SEP.join(said[int(r)]) or "none") if int(r) in said else ""
+                       for r in out["run_id"]]
     for c in ("model", "dims_label", "dtype", "device", "gpu", "torch_version", "status",
-              "variants", "tags", "note"):
+              "variants", "tags", "note", "cautions"):
         out[c] = out[c].map(lambda v: DASH if v is None or v != v or v == "" else v)
     return out.reset_index(drop=True)
 

@@ -59,8 +59,17 @@ except ValueError:
 # The history above is the newest RUNS_PAGE_LIMIT runs: when it is cut, older days stay pickable.
 oldest_pickable = (dt.date(2000, 1, 1) if len(everything) >= data.RUNS_PAGE_LIMIT
                    else min(first_day, since_q))
-dates = c5.date_input("Created between", value=(since_q, until_q), key="filter-dates",
-                      min_value=oldest_pickable, max_value=max(last_day, until_q))
+# A range the user left at the whole history follows the history when it grows (an import
+# of older runs, a run tomorrow): it used to stay at the old span and hide the new runs.
+span, shown_span = (first_day, last_day), st.session_state.get("runs-dates-span")
+if shown_span and shown_span != span and tuple(st.session_state.get("filter-dates", ())) \
+        == shown_span:
+    st.session_state["filter-dates"] = span
+st.session_state["runs-dates-span"] = span
+dates = c5.date_input("Created between", key="filter-dates",
+                      min_value=min(oldest_pickable, first_day), max_value=max(last_day, until_q),
+                      **({} if "filter-dates" in st.session_state
+                         else {"value": (since_q, until_q)}))
 since = until = None
 if isinstance(dates, tuple | list) and len(dates) == 2:
     since, until = dates
@@ -97,18 +106,19 @@ if runs.empty:
     st.info("No run matches these filters. Clear a filter above, or start a new run.")
     st.stop()
 
-table = tables.runs_table(runs)
+table = tables.runs_table(runs, data.run_cautions(runs["run_id"]))
 # A shared link restores the selection once (?selected=3,7); later clicks update the link.
 if "runs-initial-selection" not in st.session_state:
     linked, _ = widgets.parse_run_ids(st.query_params.get("selected"))
     st.session_state["runs-initial-selection"] = [
         i for i, rid in enumerate(table["run_id"]) if int(rid) in linked]
 event = st.dataframe(
-    people.styled(table, {"best_speedup": "{:.2f}"}), key="runs-table", on_select="rerun",
+    people.flag_distrusted(people.styled(table, {"best_speedup": "{:.2f}"}), table),
+    key="runs-table", on_select="rerun",
     selection_mode="multi-row", hide_index=True,
     selection_default={"selection": {"rows": st.session_state["runs-initial-selection"],
                                      "columns": []}},
-    column_config=people.runs_columns(),
+    column_config=people.runs_columns(table),
 )
 st.download_button("Download this table as CSV", safe.csv(table), file_name="compilelab-runs.csv",
                    mime="text/csv", icon=":material/download:", key="runs-csv",

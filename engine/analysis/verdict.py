@@ -210,6 +210,29 @@ def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
     return out
 
 
+# The cautions about a run's own figures, in a word each (the Runs page's flags).
+NOISY, BUSY_HOST, HOST_SPEED, DISAGREE, PROVISIONAL = (
+    "noisy", "busy host", "host speed moved", "processes disagree", "provisional")
+
+
+def distrust(rows: Iterable[Row]) -> list[str]:
+    """The cautions ``decide`` gives about the run's own figures, a word each, by the same
+    tests: provisional, noisy, busy host, host speed moved, processes disagree.  Reads only
+    ``variant``, ``status``, ``noisy``, ``host_other_busy_cores``, ``processes`` (their host
+    probes), ``processes_disagree`` and ``provisional`` (storage/trust.py reads just those)."""
+    rows = list(rows)
+    out = [PROVISIONAL] if provisional_note(rows) else []
+    ok = [r for r in rows if r.get("status", "ok") == "ok"]
+    compiled = [r for r in ok if r["variant"] != "eager"]
+    if not compiled or not any(r["variant"] == "eager" for r in ok):
+        return out  # decide says no cautions then: nothing is compared
+    checks = ((NOISY, any(_true(r.get("noisy")) for r in ok)),
+              (BUSY_HOST, busy_host_warning(ok) is not None),
+              (HOST_SPEED, host_speed_caution(ok) is not None),
+              (DISAGREE, any(_true(r.get("processes_disagree")) for r in compiled)))
+    return out + [word for word, said in checks if said]
+
+
 def decide(rows: Iterable[Row], run_id: int | None = None) -> Verdict:
     """The verdict for one run from its variant rows (rows of other runs must be left out)."""
     rows = list(rows)
