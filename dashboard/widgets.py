@@ -74,6 +74,16 @@ def run_ids_param() -> list[int]:
     return ids
 
 
+def newest_with_results(runs: pd.DataFrame) -> int:
+    """The newest run (``runs`` newest first, as ``list_runs`` gives them) that finished with
+    results: done, else any with a finished compiled variant, else simply the newest."""
+    for ok in (runs["status"] == "done", runs["best_speedup"].notna()):
+        hit = runs[ok]
+        if not hit.empty:
+            return int(hit.iloc[0]["run_id"])
+    return int(runs.iloc[0]["run_id"])
+
+
 def set_param(key: str, value) -> None:
     """Keep a page selection in the URL (so every view is a permalink); None removes it."""
     if value in (None, "", [], ()):

@@ -333,6 +333,21 @@ def test_sweep_page(db):
     assert at.query_params["runs"] == str(run_id)
 
 
+def test_sweep_page_opens_on_the_newest_sweep_that_has_points(db):
+    """A newer sweep that was cancelled before any variant finished (or is still queued) used
+    to open the page on "No sweep points yet"."""
+    s = spec("varying_seq", dims={"batch": 8, "seq": 32, "hidden": 256, "heads": 4},
+             sweep={"dim": "seq", "values": [32, 64, 128]}, variants=["eager", "default"])
+    measured = seed_done(db, s, sweep_results())
+    cancelled = queue.enqueue_run(db, s)
+    queue.finish_run(db, cancelled, "cancelled")
+    queue.enqueue_run(db, s)  # queued, newest of all
+    at = app("sweep")
+    no_exceptions(at)
+    assert at.multiselect(key="sweep-runs").value == [measured]
+    assert plotly_count(at) == 3 and "No sweep points yet" not in texts(at.info)
+
+
 def test_sweep_permalink_reaches_a_sweep_older_than_the_listed_runs(db, monkeypatch):
     s = spec("varying_seq", dims={"batch": 8, "seq": 32, "hidden": 256, "heads": 4},
              sweep={"dim": "seq", "values": [32, 64, 128]}, variants=["eager", "default"])

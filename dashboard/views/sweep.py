@@ -26,8 +26,10 @@ wanted = widgets.run_ids_param()
 labels = {int(r.run_id): f"#{r.run_id} {r.model} · sweep {r.sweep_dim} · {r.status}"
           for r in sweep_runs.itertuples()}
 # A permalink may name a sweep older than the recent runs listed above: keep it selectable
-# (it used to be dropped silently and the newest sweep shown in its place).
-default = wanted or [next(iter(labels))]
+# (it used to be dropped silently and the newest sweep shown in its place).  Without one, the
+# newest sweep that has points: a cancelled or queued newest sweep opened the page on "No sweep
+# points yet".
+default = wanted or [widgets.newest_with_results(sweep_runs)]
 picked = st.multiselect("Sweep runs", list(dict.fromkeys([*wanted, *labels])), default=default,
                         key="sweep-runs", format_func=lambda i: labels.get(i, f"#{i}"))
 widgets.set_param("runs", picked)
