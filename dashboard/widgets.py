@@ -74,6 +74,13 @@ def run_ids_param() -> list[int]:
     return ids
 
 
+def runs_summary(runs: pd.DataFrame) -> str:
+    """``3 runs: mlp ×2, bert_base`` (plain text: the caller escapes it)."""
+    counts = runs["model"].astype(str).value_counts()
+    models = ", ".join(m if n == 1 else f"{m} ×{n}" for m, n in counts.items())
+    return f"{len(runs)} run{'s' if len(runs) != 1 else ''}: {models}"
+
+
 def newest_with_results(runs: pd.DataFrame) -> int:
     """The newest run (``runs`` newest first, as ``list_runs`` gives them) that finished with
     results: done, else any with a finished compiled variant, else simply the newest."""

@@ -26,6 +26,17 @@ from dashboard import (
 from dashboard.verdict import verdict_for_run
 
 st.title("Run / compare")
+FEW_RUNS = 3  # more: one line per verdict, the speedup chart first
+
+
+def speedup_section(figures: dict, full_width: bool = False) -> None:
+    """Speedup and break-even side by side; one under the other for many runs (a bar per run
+    and variant needs the width)."""
+    st.header("Speedup and break-even", anchor="speedup")
+    c1, c2 = (st.container(), st.container()) if full_width else st.columns(2)
+    widgets.show_figure(figures["speedup"], "fig-speedup", c1)
+    widgets.show_figure(figures["break_even"], "fig-break-even", c2)
+
 
 try:
     recent = data.list_runs(limit=500)
@@ -59,19 +70,43 @@ if runs.empty:
     st.stop()
 variants = d["variants"]
 verdicts = []
-mixed = mixing.notice(runs)
-if mixed:
-    st.warning(safe.md(mixed, 1500), icon=":material/compare_arrows:")
-probes = mixing.probe_notice(variants)
-if probes:
-    st.warning(safe.md(probes, 1500), icon=":material/speed:")
+# Many runs (an import, a tag): the page says what it holds and starts with the speedup chart;
+# each run's verdict folds into one line (36 verdict cards stood before the first chart).
+many = len(runs) > FEW_RUNS
+st.caption(safe.md(widgets.runs_summary(runs), 600))
+figure_list = charts.compare_figures(d) if not variants.empty else []
+figures = dict(figure_list)
+if many and figures:
+    speedup_section(figures, full_width=True)
+
+
+def notices() -> None:
+    mixed = mixing.notice(runs)
+    if mixed:
+        st.warning(safe.md(mixed, 1500), icon=":material/compare_arrows:")
+    probes = mixing.probe_notice(variants)
+    if probes:
+        st.warning(safe.md(probes, 1500), icon=":material/speed:")
+
+
+if many:
+    with st.expander("Why these runs may not compare one to one"):
+        notices()
+else:
+    notices()
 
 # ---------------------------------------------------------------- per-run summary and verdict
 st.header("Verdict", anchor="verdict")
 for _, r in runs.iterrows():
     rid = int(r["run_id"])
-    with st.container(border=True):
-        st.markdown(f"**{widgets.run_title(r)}**")
+    v = verdict_for_run(variants, rid)
+    verdicts.append(v)
+    answer = v.latency.split(" — ")[0]  # "Ship reduce-overhead", "Ship eager", ...
+    box = (st.expander(f"{widgets.run_title(r)} — **{safe.md(answer, 120)}**") if many
+           else st.container(border=True))
+    with box:
+        if not many:
+            st.markdown(f"**{widgets.run_title(r)}**")
         meta = [f"torch {r['torch_version']}" if r.get("torch_version") else None,
                 f"created {people.local_time(r.get('created_at'))}"
                 if people.local_time(r.get("created_at")) else None,
@@ -84,8 +119,6 @@ for _, r in runs.iterrows():
             st.text(r["note"])
         if r["status"] == "failed" and r.get("error"):
             st.error(f"Run failed: {safe.md(r['error'], 2000)}")
-        v = verdict_for_run(variants, rid)
-        verdicts.append(v)
         if not variants.empty and (variants["run_id"] == rid).any():
             st.markdown(v.as_markdown())
         elif r["status"] in widgets.ACTIVE:
@@ -99,12 +132,8 @@ if variants.empty:
     st.stop()
 
 # ---------------------------------------------------------------- figures
-figure_list = charts.compare_figures(d)
-figures = dict(figure_list)
-st.header("Speedup and break-even", anchor="speedup")
-c1, c2 = st.columns(2)
-widgets.show_figure(figures["speedup"], "fig-speedup", c1)
-widgets.show_figure(figures["break_even"], "fig-break-even", c2)
+if not many:
+    speedup_section(figures)
 st.header("Warm-up", anchor="warm-up")
 c1, c2 = st.columns(2)
 widgets.show_figure(figures["warmup_cost"], "fig-warmup-cost", c1)
