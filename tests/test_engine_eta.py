@@ -176,3 +176,27 @@ def test_replayed_h200_runs_the_estimate_follows_the_time_left(name):
                                                (42, "about 42 s left"), (400, "about 7 min left")])
 def test_describe(seconds, text):
     assert describe(seconds) == text
+
+
+def test_a_stage_past_its_estimate_makes_the_time_left_a_floor():
+    """The bar said "about 16 s left" at 50 % while a compile ran on for 30 s more and the run
+    ended 56 s later: past its estimate, the time left is said as "at least", with the stage."""
+    c = Clock()
+    plan = [Job("eager", 0), Job("default", 0)]
+    eta = Eta(concurrency=2, compile_slots=1, clock=c)
+    step(eta, c, plan, 0.0, eager_0="preparing", default_0="preparing")
+    step(eta, c, plan, 1.0, eager_0="time_wait", default_0="compile_wait")
+    step(eta, c, plan, 1.0, eager_0="timing")
+    step(eta, c, plan, 2.0, eager_0="done", default_0="compiling")
+    step(eta, c, plan, 2.5)  # half a second into a compile guessed at one preparation (1 s)
+    seconds = eta.seconds_left(plan)
+    assert eta.overrun is None and describe(seconds, eta.overrun).startswith("about ")
+    step(eta, c, plan, 12.0)  # ten seconds into it
+    seconds = eta.seconds_left(plan)
+    assert eta.overrun == "compile"
+    assert describe(seconds, eta.overrun) == (
+        f"at least {round(seconds)} s left, a compile is taking longer than expected")
+    step(eta, c, plan, 13.0, default_0="time_wait")
+    step(eta, c, plan, 13.0, default_0="timing")
+    eta.seconds_left(plan)
+    assert eta.overrun is None  # within its estimate again: "about"

@@ -131,6 +131,9 @@ class Eta:
         # per job (by identity): (current stage or None, when it entered it)
         self._seen: dict[int, tuple[str | None, float]] = {}
         self._shown = 0.0  # the largest fraction reported so far: the bar never goes back
+        # The stage in progress that has run past its estimate (None: none has): the time left
+        # is then a floor that grows with it, and ``describe`` says "at least".
+        self.overrun: str | None = None
         self._memo: dict[tuple[str, tuple[str, ...], str | None], float | None] = {}
 
     # -- observations ---------------------------------------------------------------------
@@ -220,6 +223,7 @@ class Eta:
     # -- the estimate ---------------------------------------------------------------------
     def seconds_left(self, plan: Iterable[Any]) -> float | None:
         jobs = [j for j in plan if j.state not in ENDED]
+        self.overrun = None
         if not jobs:
             return 0.0
         now = self.clock()
@@ -233,6 +237,8 @@ class Eta:
         def left(estimate: float, j: Any) -> float:
             """What is left of a stage estimated at ``estimate`` that ``j`` is in."""
             e = elapsed(j)
+            if e > estimate and self.overrun is None:
+                self.overrun = STAGE_OF.get(j.state)
             return max(estimate - e, OVERRUN * max(estimate, e))
 
         def prepare(j: Any) -> float:  # none seen (a run without gates): inside "time"
@@ -281,10 +287,18 @@ class Eta:
         return self.estimate(plan)[1]
 
 
-def describe(seconds: float | None) -> str:
-    """``about 40 s left`` / ``about 3 min left``; empty without an estimate."""
+STAGE_WORDS = {"prepare": "start-up", "compile": "a compile", "time": "timing"}
+
+
+def describe(seconds: float | None, overrun: str | None = None) -> str:
+    """``about 40 s left`` / ``about 3 min left``; empty without an estimate.  With ``overrun``
+    (``Eta.overrun``: a stage in progress has run past its estimate), ``at least 16 s left, a
+    compile is taking longer than expected``: the number is a floor that grows, not a promise
+    (the bar said "about 16 s left" at 50 % and the run ended 56 s later)."""
     if seconds is None:
         return ""
-    if seconds < 90:
-        return f"about {max(round(seconds), 1)} s left"
-    return f"about {round(seconds / 60)} min left"
+    amount = (f"{max(round(seconds), 1)} s" if seconds < 90 else f"{round(seconds / 60)} min")
+    if overrun:
+        return (f"at least {amount} left, {STAGE_WORDS.get(overrun, overrun)} is taking longer "
+                "than expected")
+    return f"about {amount} left"

@@ -108,7 +108,7 @@ class _Run:
         total = max(sum(j.state != "dropped" for j in self.plan), 1)
         finished = sum(j.state == "done" for j in self.plan)
         overall = by_time if by_time is not None else (finished + frac) / total
-        left = describe(seconds)
+        left = describe(seconds, self.eta.overrun)  # "at least" once a stage overran
         self.on_progress(focus.variant, f"{phase} · {left}" if left else phase,
                          min(overall, 1.0))
 
