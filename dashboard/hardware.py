@@ -162,6 +162,15 @@ class QueueState:
     workers: tuple[Mapping[str, Any], ...] = ()
     stranded: tuple[int, ...] = ()
     """Queued runs that no connected worker can serve (all of them when none is connected)."""
+    running_ids: tuple[int, ...] = ()
+
+    def text(self) -> str:
+        """``2 running (#12, #13), 1 queued`` or ``queue empty``: the queue as it stands."""
+        if not self.running and not self.queued:
+            return "queue empty"
+        ids = ", ".join(f"#{i}" for i in self.running_ids)
+        return (f"{self.running} running" + (f" ({ids})" if ids else "")
+                + f", {self.queued} queued")
 
     @property
     def seems_down(self) -> bool:
@@ -175,4 +184,5 @@ def queue_state(summary: Mapping[str, Any], workers: Sequence[Mapping[str, Any]]
                      if not servers(workers, q.get("device") or "cpu", q.get("require_gpu"),
                                     q.get("require_torch")))
     total = int(summary.get("queued_total") or len(queued))
-    return QueueState(total, int(summary.get("running") or 0), tuple(workers), stranded)
+    return QueueState(total, int(summary.get("running") or 0), tuple(workers), stranded,
+                      tuple(int(i) for i in summary.get("running_ids") or ()))

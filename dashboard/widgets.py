@@ -172,8 +172,7 @@ def sidebar_queue_status() -> None:
     except Exception as exc:  # noqa: BLE001 - the pages say what to do
         st.caption(f"Database unavailable: {safe.md(exc, 300)}")
         return
-    queue = (f"{state.running} running, {state.queued} queued" if state.running or state.queued
-             else "queue empty")
+    queue = state.text()
     if state.seems_down:
         st.caption(f"⚠️ {queue}; no worker running: start one with {START_ONE}.")
     elif not state.workers:
@@ -240,7 +239,7 @@ def _progress_body(run_id: int) -> str | None:
     spec = r.get("spec") if isinstance(r.get("spec"), dict) else {}
     planned = list(spec.get("variants") or [])
     variants = d.get("variants", pd.DataFrame())
-    finished = list(variants["variant"]) if not variants.empty else []
+    finished, moving = final_and_provisional(variants)
     st.markdown(f"**{run_title(r)}** — {status}")
     if status in ACTIVE:
         phase = r.get("progress_phase") or status
@@ -250,8 +249,9 @@ def _progress_body(run_id: int) -> str | None:
         if frac is None:
             frac = len(finished) / len(planned) if planned else 0.0
         text = safe.md(f"{variant + ' · ' if variant else ''}{phase}") + f" · {frac:.0%} of the run"
-        if planned:
-            text += f" · variants finished {len(finished)}/{len(planned)}"
+        if planned:  # a variant with provisional figures is still being measured
+            text += f" · variants final {len(finished)}/{len(planned)}" + (
+                f" ({safe.md(', '.join(moving), 200)} provisional)" if moving else "")
         st.progress(min(max(frac, 0.0), 1.0), text=text)
         # storage's runs frame has no cancel flag (yet): remember our own request.
         asked = r.get("cancel_requested") is True or st.session_state.get(f"cancel-asked-{run_id}")
@@ -271,8 +271,20 @@ def _progress_body(run_id: int) -> str | None:
                      query_params={"runs": str(run_id)})
     if not variants.empty:
         st.caption(safe.md(" · ".join(
-            f"{v}: {s}" for v, s in zip(variants["variant"], variants["status"], strict=True))))
+            f"{v}: {s}" + (" (provisional)" if v in moving else "")
+            for v, s in zip(variants["variant"], variants["status"], strict=True))))
     return status
+
+
+def final_and_provisional(variants: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The variants whose figures are final (or that failed) and those whose figures may still
+    move (``provisional``: more measuring processes may come, engine/orchestrate/runner.py)."""
+    if variants.empty:
+        return [], []
+    moving = (variants["provisional"].map(lambda p: p is True or p == 1)
+              if "provisional" in variants.columns else pd.Series(False, index=variants.index))
+    moving &= variants["status"] == "ok"
+    return list(variants.loc[~moving, "variant"]), list(variants.loc[moving, "variant"])
 
 
 def _cancel(run_id: int) -> None:

@@ -149,7 +149,16 @@ def live_workers(db: Database, live_after_s: float = LIVE_AFTER_S) -> list[dict[
         rows = session.scalars(
             select(Worker).where(Worker.heartbeat_at >= cutoff)
             .order_by(Worker.started_at, Worker.worker_id)).all()
-        return [_as_dict(w) for w in rows]
+        out = [_as_dict(w) for w in rows]
+        # A worker says which run it is on at its next heartbeat: until then, one whose run
+        # has ended is not "busy with" it any more (the sidebar said so after the run ended).
+        current = {w["current_run_id"] for w in out if w["current_run_id"] is not None}
+        running = set(session.scalars(select(Run.id).where(
+            Run.id.in_(current), Run.status == "running")).all()) if current else set()
+        for w in out:
+            if w["current_run_id"] not in running:
+                w["current_run_id"] = None
+        return out
 
 
 def capabilities_of(worker: Mapping[str, Any]) -> Capabilities:
@@ -182,9 +191,10 @@ __all__ = ["BEAT_EVERY_S", "LIVE_AFTER_S", "Capabilities", "beat_worker",
 
 
 def queue_summary(db: Database, limit: int = 500) -> dict[str, Any]:
-    """What the dashboard's sidebar needs, in two small queries: the number of running and
-    queued runs, and the oldest ``limit`` queued runs with what they need (run_id, device, require_gpu,
-    require_torch), to tell which of them no connected worker can serve."""
+    """What the dashboard's sidebar needs, in three small queries: the number of running and
+    queued runs, the ids of the running ones (at most 20), and the oldest ``limit`` queued runs
+    with what they need (run_id, device, require_gpu, require_torch), to tell which of them no
+    connected worker can serve."""
     from sqlalchemy import func
 
     with db.session() as session:
@@ -194,6 +204,9 @@ def queue_summary(db: Database, limit: int = 500) -> dict[str, Any]:
         rows = session.execute(
             select(Run.id, Run.device, Run.require_gpu, Run.require_torch)
             .where(Run.status == "queued").order_by(Run.created_at, Run.id).limit(limit)).all()
-    return {"running": int(counts.get("running", 0)), "queued_total": int(counts.get("queued", 0)),
+        running_ids = session.scalars(select(Run.id).where(Run.status == "running")
+                                      .order_by(Run.id).limit(20)).all()
+    return {"running": int(counts.get("running", 0)), "running_ids": list(running_ids),
+            "queued_total": int(counts.get("queued", 0)),
             "queued": [{"run_id": r[0], "device": r[1], "require_gpu": r[2],
                         "require_torch": r[3]} for r in rows]}

@@ -163,7 +163,7 @@ def test_new_run_submit_queues_and_shows_progress_with_cancel(db):
     assert run["spec"]["device"] == "cpu" and run["spec"]["dims"] == {"batch": 32,
                                                                        "hidden": 1024}
     assert at.query_params["watch"] == str(run["run_id"])
-    assert any("variants finished 0/3" in str(p.proto.text) for p in at.get("progress"))
+    assert any("variants final 0/3" in str(p.proto.text) for p in at.get("progress"))
     button(at, "Cancel run").click().run()
     no_exceptions(at)
     assert queries.list_runs(db).iloc[0]["status"] == "cancelled"
@@ -312,7 +312,7 @@ def test_compare_shows_running_run_progress(db):
     at = app("compare", runs=str(run_id))
     no_exceptions(at)
     bars = [str(p.proto.text) for p in at.get("progress")]
-    assert bars == ["default · compiling · 25% of the run · variants finished 1/4"]
+    assert bars == ["default · compiling · 25% of the run · variants final 1/4"]
     button(at, "Cancel run").click().run()
     no_exceptions(at)
     assert "Cancel requested" in texts(at.caption)

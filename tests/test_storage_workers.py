@@ -12,7 +12,7 @@ from datetime import timedelta
 from sqlalchemy import update
 
 from storage.models import Worker, utcnow
-from storage.queue import claim_next_run, enqueue_run
+from storage.queue import claim_next_run, claim_run, enqueue_run, finish_run
 from storage.workers import (
     Capabilities,
     beat_worker,
@@ -77,8 +77,12 @@ def test_register_beat_and_unregister(db):
     assert (gpu["host"], gpu["devices"], gpu["gpu_name"], gpu["gpu_memory_bytes"],
             gpu["torch_version"]) == ("gpu7", ["cpu", "cuda"], "NVIDIA H200", 150_000_000_000,
                                       "2.11.0+cu128")
-    assert beat_worker(db, "gpu7:42:gpu0", current_run_id=5)
-    assert live_workers(db)[0]["current_run_id"] == 5
+    run_id = enqueue_run(db, {"model": "mlp"})
+    claim_run(db, run_id, "gpu7:42:gpu0")
+    assert beat_worker(db, "gpu7:42:gpu0", current_run_id=run_id)
+    assert live_workers(db)[0]["current_run_id"] == run_id
+    finish_run(db, run_id, "done")  # ended before the worker's next beat: not busy with it
+    assert live_workers(db)[0]["current_run_id"] is None
     # A worker killed with -9 stops beating: after LIVE_AFTER_S it is no longer offered.
     with db.session(write=True) as session:
         session.execute(update(Worker).where(Worker.worker_id == "laptop:9")
