@@ -229,6 +229,14 @@ def claim_run(db: Database, run_id: int, worker_id: str) -> dict[str, Any] | Non
     return None if spec is None else dict(spec)
 
 
+def _fit(text: str, column: Any) -> str:
+    """``text`` cut to ``column``'s length with an ellipsis: progress is a label, and
+    PostgreSQL refuses a longer value where SQLite keeps it (a long phase once ended a
+    heartbeat, and with it the run, on PostgreSQL only)."""
+    limit = column.type.length
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def heartbeat(
     db: Database,
     run_id: int,
@@ -246,9 +254,9 @@ def heartbeat(
     """
     values: dict[str, Any] = {"heartbeat_at": utcnow()}
     if variant is not None:
-        values["progress_variant"] = variant
+        values["progress_variant"] = _fit(variant, Run.progress_variant)
     if phase is not None:
-        values["progress_phase"] = phase
+        values["progress_phase"] = _fit(phase, Run.progress_phase)
     if fraction is not None:
         values["progress_fraction"] = min(max(float(fraction), 0.0), 1.0)
     with db.session(write=True) as session:

@@ -335,8 +335,9 @@ def test_new_run_measured_by_the_worker_then_compare_share_export_import(
     done_link = page.get_by_role("link", name=f"Open run #{run_id}")
     while done_link.count() == 0 and time.monotonic() - started < 60:
         for text in progress.all_inner_texts():
-            # "<variant> · <phase>[ · about N s left] · P% of the run"
-            m = re.search(r"([\w][\w -]*?)(?: · about [^·]+ left)? · (\d+)% of the run", text)
+            # "<variant> · <phase>[ · about N s left | at least N s left: ...] · P% of the run"
+            m = re.search(r"([\w][\w -]*?)(?: · (?:about|at least) [^·]+)? · (\d+)% of the run",
+                          text)
             if m:
                 if m.group(1) != "queued" and not any(p != "queued" for p in seen):
                     _shot(page, shots, "e2e-2-progress")  # the first phase of the worker's

@@ -195,8 +195,20 @@ def test_a_stage_past_its_estimate_makes_the_time_left_a_floor():
     seconds = eta.seconds_left(plan)
     assert eta.overrun == "compile"
     assert describe(seconds, eta.overrun) == (
-        f"at least {round(seconds)} s left, a compile is taking longer than expected")
+        f"at least {round(seconds)} s left: compile running long")
     step(eta, c, plan, 13.0, default_0="time_wait")
     step(eta, c, plan, 13.0, default_0="timing")
     eta.seconds_left(plan)
     assert eta.overrun is None  # within its estimate again: "about"
+
+
+def test_every_progress_label_fits_its_column():
+    """The runner stores "<phase> · <time left>" in a 64-character column: the longest phase
+    with the longest overrun wording fits."""
+    from engine.orchestrate.eta import STAGE_WORDS
+
+    phases = ["warm-cache compile", "waiting to compile", "profiling", "measuring", "building"]
+    for phase in phases:
+        for stage in STAGE_WORDS:
+            for seconds in (5, 89, 59 * 60):
+                assert len(f"{phase} · {describe(seconds, stage)}") <= 64

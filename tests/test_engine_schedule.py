@@ -330,8 +330,10 @@ def test_a_settling_job_frees_its_compile_slot_but_holds_timing_and_autotuning()
     # started with the batch, the speculative third process is measured even where two already
     # gave a tight enough interval (it costs only its timing slot; a few processes can agree
     # by chance), and the interval is judged again with it
-    (10.0, 3, "interval tight enough"),
-    (0.0, 3, "process limit"),
+    (10.0, 3, ("interval tight enough",)),
+    # no half-width target: the run stops at its process limit, or on the decision rule where
+    # the three processes' interval already excludes 1.0 (either way all three are measured)
+    (0.0, 3, ("process limit", "interval excludes 1.0")),
 ])
 def test_real_run_a_speculative_process_is_ended_or_confirmed(target, processes, reason,
                                                               monkeypatch):
@@ -355,7 +357,7 @@ def test_real_run_a_speculative_process_is_ended_or_confirmed(target, processes,
     assert [r["status"] for r in results] == ["ok", "ok"], results
     default = results[1]
     assert len(default["processes"]) == processes, default["processes"]
-    assert default["stats"]["stop_reason"] == reason
+    assert default["stats"]["stop_reason"] in reason
     starts = sorted(min(ph["start"] for ph in p["phases"]) for r in results
                     for p in r["processes"])
     assert starts[-1] - starts[0] < 5.0, "every process, the speculative one too, in one batch"

@@ -103,6 +103,18 @@ def test_heartbeat_records_progress_and_answers_cancel(db):
     assert run.finished_at is not None
 
 
+def test_heartbeat_fits_long_progress_text_into_its_columns(db):
+    """A phase longer than its column (PostgreSQL refuses it where SQLite keeps it) is cut with
+    an ellipsis; the beat still lands and still answers."""
+    run_id = enqueue_run(db, run_spec())
+    claim_next_run(db, "w1")
+    long_phase = "building · at least 26 s left, start-up is taking longer than expected"
+    assert heartbeat(db, run_id, "w1", variant="v" * 100, phase=long_phase, fraction=0.1)
+    run = _run(db, run_id)
+    assert run.progress_phase == long_phase[:63] + "…" and len(run.progress_variant) == 64
+    assert run.progress_variant.endswith("…")
+
+
 def test_heartbeat_from_a_worker_that_lost_the_run_is_refused(db):
     run_id = enqueue_run(db, run_spec())
     claim_next_run(db, "w1")

@@ -501,6 +501,17 @@ def test_gpus_pool_starts_one_pinned_worker_per_gpu_and_records_the_pinning(lab)
     """``--gpus 0,1``: one worker process per listed GPU, each with its own
     CUDA_VISIBLE_DEVICES, which the run's environment records. Runs here are on the CPU (no GPU
     in CI), so this checks the pool's process layout and bookkeeping, not a GPU."""
+    # The pool refuses GPUs the host lacks (--gpus 0,1 on a CPU host is an error): its parent
+    # process alone is shown two, through a sitecustomize on its path; the workers it starts
+    # carry COMPILELAB_WORKER_SUFFIX and see the host as it is.
+    fake = lab.tmp / "fake_gpus"
+    fake.mkdir()
+    (fake / "sitecustomize.py").write_text(
+        "import os\n"
+        "if not os.environ.get('COMPILELAB_WORKER_SUFFIX'):\n"
+        "    import torch\n"
+        "    torch.cuda.device_count = lambda: 2\n")
+    lab.env = {**lab.env, "PYTHONPATH": f"{fake}{os.pathsep}{lab.env['PYTHONPATH']}"}
     ids = [lab.enqueue(slow_spec(1.5)) for _ in range(4)]
     pool = lab.worker("--gpus", "0,1")
     try:
@@ -514,3 +525,10 @@ def test_gpus_pool_starts_one_pinned_worker_per_gpu_and_records_the_pinning(lab)
     for r in runs:
         assert r.worker_id.endswith(f":gpu{r.environment['cuda_visible_devices']}")
     assert len(pool.lines(r"started 2 workers on GPUs 0,1")) == 1
+
+
+def test_gpus_pool_refuses_a_gpu_this_host_lacks(lab):
+    """On this CPU host ``--gpus 0`` names no GPU: one line, exit 2, no worker started."""
+    pool = lab.worker("--gpus", "0")
+    assert pool.proc.wait(timeout=60) == 2
+    assert "no CUDA GPU is visible here" in pool.log()

@@ -287,18 +287,18 @@ class Eta:
         return self.estimate(plan)[1]
 
 
-STAGE_WORDS = {"prepare": "start-up", "compile": "a compile", "time": "timing"}
+STAGE_WORDS = {"prepare": "start-up", "compile": "compile", "time": "timing"}
 
 
 def describe(seconds: float | None, overrun: str | None = None) -> str:
     """``about 40 s left`` / ``about 3 min left``; empty without an estimate.  With ``overrun``
-    (``Eta.overrun``: a stage in progress has run past its estimate), ``at least 16 s left, a
-    compile is taking longer than expected``: the number is a floor that grows, not a promise
-    (the bar said "about 16 s left" at 50 % and the run ended 56 s later)."""
+    (``Eta.overrun``: a stage in progress has run past its estimate), ``at least 16 s left:
+    compile running long``: the number is a floor that grows, not a promise (the bar said
+    "about 16 s left" at 50 % and the run ended 56 s later).  Short: it rides in the run's
+    progress phase, a 64-character label."""
     if seconds is None:
         return ""
     amount = (f"{max(round(seconds), 1)} s" if seconds < 90 else f"{round(seconds / 60)} min")
     if overrun:
-        return (f"at least {amount} left, {STAGE_WORDS.get(overrun, overrun)} is taking longer "
-                "than expected")
+        return f"at least {amount} left: {STAGE_WORDS.get(overrun, overrun)} running long"
     return f"about {amount} left"
