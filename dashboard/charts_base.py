@@ -154,6 +154,29 @@ def _log_axis(fig: go.Figure, axis: str, values) -> None:
     update(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
 
 
+NOTE_STEP = 0.085  # one stacked note's height, as a share of the plot's
+
+
+def corner_note(fig: go.Figure, i: int, text: str, colour: str, right: bool = False) -> None:
+    """Note ``i`` stacked in the plot's top corner (left, or ``right``), on an opaque box in
+    the colour of what it names.  Notes placed by arrows beside their points fell on each
+    other (two points at different heights, the same offset) and lines ran through them; the
+    point itself gets a marker instead (``note_marker``)."""
+    fig.add_annotation(
+        text=text, showarrow=False, xref="paper", yref="paper", x=0.99 if right else 0.01,
+        y=0.99 - NOTE_STEP * i, xanchor="right" if right else "left", yanchor="top",
+        font={"size": 11, "color": colour}, bgcolor="rgba(255,255,255,1)",
+        bordercolor=colour, borderwidth=1, borderpad=3)
+
+
+def note_marker(fig: go.Figure, name: str, xs: list[float], ys: list[float],
+                colours: list[str], texts: list[str]) -> None:
+    """The points that stacked notes describe: open circles in their line's colour."""
+    fig.add_trace(go.Scatter(
+        name=name, x=xs, y=ys, mode="markers", text=texts, hovertemplate="%{text}<extra></extra>",
+        marker={"symbol": "circle-open", "size": 14, "color": colours, "line": {"width": 2.5}}))
+
+
 def empty_message(fig: go.Figure) -> str | None:
     """The message of a figure drawn by ``empty_figure`` (None when it has data)."""
     if len(fig.data) or not fig.layout.annotations:

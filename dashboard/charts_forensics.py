@@ -34,7 +34,7 @@ from engine.analysis.forensics_report import (
 )
 
 PHASE_COLOURS = {"dynamo (trace, guards)": "#4c78a8", "AOTAutograd": "#72b7b2",
-                 "inductor (lowering)": "#f58518", "codegen + Triton": "#e45756",
+                 "inductor (lowering)": "#f58518", "code generation": "#e45756",
                  "rest of first call": "#bab0ac"}
 STRATEGY_COLOURS = {"cold": "#d62728", "warm_local": "#1f77b4", "portable": "#2ca02c",
                     "regional": "#9467bd"}

@@ -67,18 +67,30 @@ def _error(points: list[TrendPoint]) -> dict[str, Any]:
             "thickness": 1.2, "width": 4}
 
 
-def _marked(points: Iterable[TrendPoint], word: str) -> list[TrendPoint]:
-    return [p for p in points if any(m.endswith(word) for m in p.marks)]
+# The figures a speedup chart shows: their changes get ▲/▼ on it, the others an open diamond.
+SPEEDUP_MARKS = ("speedup", "passes", "pass rate")
 
 
-SHORT = {"speedup": "speedup", "compile time s": "compile", "memory ratio": "memory",
+def _names(p: TrendPoint, word: str, figures: tuple[str, ...], other: bool) -> list[str]:
+    names = [m.split(":", 1)[0] for m in p.marks if m.endswith(word)]
+    return [n for n in names if (n in figures) != other]
+
+
+def _marked(points: Iterable[TrendPoint], word: str, figures: tuple[str, ...] = SPEEDUP_MARKS,
+            other: bool = False) -> list[TrendPoint]:
+    """The points with a ``word`` change of one of ``figures`` (``other``: of any other)."""
+    return [p for p in points if _names(p, word, figures, other)]
+
+
+SHORT = {"speedup": "speedup", "compile time s": "compile time", "memory ratio": "memory",
          "passes": "passes", "pass rate": "pass rate"}
 
 
-def _figures(p: TrendPoint, word: str) -> str:
-    """The figures whose change is marked (``speedup, compile``)."""
-    names = [m.split(":", 1)[0] for m in p.marks if m.endswith(word)]
-    return ", ".join(SHORT.get(n, safe.plotly_text(n)) for n in names)
+def _figures(p: TrendPoint, word: str, figures: tuple[str, ...] = SPEEDUP_MARKS,
+             other: bool = False) -> str:
+    """The figures whose change is marked, with how they changed (``compile time improved``)."""
+    return ", ".join(SHORT.get(n, safe.plotly_text(n))
+                     for n in _names(p, word, figures, other)) + f" {word}"
 
 
 def trend_figure(trend: ConfigTrend) -> go.Figure:
@@ -105,31 +117,37 @@ def trend_figure(trend: ConfigTrend) -> go.Figure:
     low = min(p.ci_low or p.speedup or 1.0 for p in drawn)
     for word, symbol, colour, name in (("regressed", REGRESSION_SYMBOL, SLOWER, "regression"),
                                        ("improved", IMPROVEMENT_SYMBOL, FASTER, "improvement")):
-        hits = _marked(points, word)
-        if not hits:
-            continue
-        # a variant that stopped passing has no speedup: its mark sits at the bottom
-        fig.add_trace(go.Scatter(
-            x=[_time(p.created_at) for p in hits],
-            y=[p.speedup if p.speedup is not None else low * 0.9 for p in hits],
-            mode="markers", name=f"{name} appeared here",
-            marker={"symbol": symbol, "size": 16, "color": colour,
-                    "line": {"width": 1, "color": "white"}},
-            hovertext=[_hover(p, trend.label) for p in hits], hoverinfo="text"))
-        for p in hits:
-            # which figure changed, above the mark on a white label (the whiskers pass
-            # there): a compile-time change sits on the speedup line too, at its run
-            fig.add_annotation(x=_time(p.created_at),
-                               y=p.speedup if p.speedup is not None else low * 0.9,
-                               text=_figures(p, word), showarrow=True, arrowhead=0, ax=0,
-                               ay=-26 if word == "improved" else 26, arrowcolor=colour,
-                               font={"color": colour, "size": 11},
-                               bgcolor="rgba(255,255,255,0.9)", bordercolor=colour)
+        # ▲/▼ only where the plotted figure (speedup, or whether it passes) changed; a change of
+        # another figure (compile time, memory) sits on the line as an open diamond with its
+        # name: a green ▲ on a speedup chart read as "faster" where compiling got faster
+        for own, hits in ((True, _marked(points, word, SPEEDUP_MARKS)),
+                          (False, _marked(points, word, SPEEDUP_MARKS, other=True))):
+            if not hits:
+                continue
+            # a variant that stopped passing has no speedup: its mark sits at the bottom
+            ys = [p.speedup if p.speedup is not None else low * 0.9 for p in hits]
+            fig.add_trace(go.Scatter(
+                x=[_time(p.created_at) for p in hits], y=ys, mode="markers",
+                name=(f"speedup {name} appeared here" if own
+                      else f"{name} of another figure (named on its label)"),
+                marker={"symbol": symbol if own else "diamond-open", "size": 16 if own else 13,
+                        "color": colour, "line": {"width": 1 if own else 2,
+                                                  "color": "white" if own else colour}},
+                hovertext=[_hover(p, trend.label) for p in hits], hoverinfo="text"))
+            for p, y in zip(hits, ys, strict=True):
+                # which figure changed, above the mark on a white label (the whiskers pass
+                # there)
+                fig.add_annotation(x=_time(p.created_at), y=y,
+                                   text=_figures(p, word, SPEEDUP_MARKS, other=not own),
+                                   showarrow=True, arrowhead=0, ax=0,
+                                   ay=-26 if word == "improved" else 26, arrowcolor=colour,
+                                   font={"color": colour, "size": 11},
+                                   bgcolor="rgba(255,255,255,0.9)", bordercolor=colour)
     fig.add_hline(y=1.0, line={"color": EAGER, "dash": "dot", "width": 1})
     _layout(fig, title, TIME_AXIS, SPEEDUP_AXIS,
             # short enough for the HTML report at A4 width (a subtitle does not wrap)
-            subtitle=f"{len(trend.runs)} run(s) · ▼ regression ▲ improvement vs the config's "
-                     "previous run · dotted: eager")
+            subtitle=f"{len(trend.runs)} run(s) · ▼▲ speedup vs the config's previous run · "
+                     "◇ another figure · dotted: eager")
     fig.update_layout(height=420, hovermode="closest")
     return fig
 

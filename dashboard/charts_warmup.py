@@ -7,8 +7,6 @@ stored ``break_even_calls``), ``warmup_curve`` the ``warmup`` and ``recompiles``
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -26,7 +24,9 @@ from dashboard.charts_base import (
     _multi_run,
     _ok,
     _variant_sort_key,
+    corner_note,
     empty_figure,
+    note_marker,
     variant_colour,
 )
 
@@ -87,7 +87,7 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
     multi = _multi_run(df)
     dashes = _dash_for_runs(df)
     fig = go.Figure()
-    notes = 0
+    recorded: list[tuple[float, str, str]] = []  # (call 2's ms, colour, note)
     # one note per reduce-overhead line while they fit; a grid's many pile up over the lines,
     # and the subtitle already says it ("reduce-overhead records CUDA graphs on call 2")
     ro_lines = df.loc[df["variant"].astype(str).str.contains("reduce-overhead"),
@@ -103,13 +103,14 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
         if annotate_ro and "reduce-overhead" in str(variant):
             call2 = g[g["call_index"] == 2]
             if not call2.empty:
-                fig.add_annotation(
-                    x=2, y=math.log10(max(float(call2["ms"].iloc[0]), 1e-9)),
-                    text=f"{label}: call 2 records CUDA graphs", showarrow=True, arrowhead=2,
-                    ax=40 + 10 * notes, ay=-30 - 24 * notes, font={"size": 11},
-                    bgcolor="rgba(255,255,255,0.8)",
-                )
-                notes += 1  # several runs: one note above the other, not on top of it
+                recorded.append((float(call2["ms"].iloc[0]), variant_colour(variant),
+                                 f"{label}: call 2 records CUDA graphs (○)"))
+    for i, (_, colour, note) in enumerate(recorded):  # top right: call 1 is high on the left
+        corner_note(fig, i, note, colour, right=True)
+    if recorded:
+        note_marker(fig, "call 2 records CUDA graphs", [2] * len(recorded),
+                    [r[0] for r in recorded], [r[1] for r in recorded],
+                    [r[2] for r in recorded])
     if recompiles is not None and not recompiles.empty and "call_index" in recompiles.columns:
         rc = recompiles.copy()
         rc["call_index"] = _col(rc, "call_index")
@@ -192,6 +193,7 @@ def break_even(variants: pd.DataFrame, max_calls: float | None = None) -> go.Fig
     fig = go.Figure()
     seen_eager = set()
     crossings = 0
+    crossed: list[tuple[float, float, str, str]] = []
     all_y = []
     # Arrows with text for a few crossings; past that they pile up over the title (seen with
     # a grid of eight configs), so each crossing is a point and its legend entry names it.
@@ -230,12 +232,13 @@ def break_even(variants: pd.DataFrame, max_calls: float | None = None) -> go.Fig
             if not labelled:
                 points.append((nx, ny, text))
                 continue
-            fig.add_annotation(
-                x=math.log10(nx), y=math.log10(max(ny, 1e-12)),
-                text=text, showarrow=True, arrowhead=2, ax=-70, ay=-35 - 28 * crossings,
-                font={"size": 11}, bgcolor="rgba(255,255,255,0.8)",
-            )
+            # top left, above the compiled lines' flat start; the point gets a ring
+            crossed.append((nx, ny, variant_colour(r["variant"]), text + " (○)"))
+            corner_note(fig, crossings, text + " (○)", variant_colour(r["variant"]))
             crossings += 1
+    if crossed:
+        note_marker(fig, "break-even point", [c[0] for c in crossed], [c[1] for c in crossed],
+                    [c[2] for c in crossed], [c[3] for c in crossed])
     if points:
         fig.add_trace(go.Scatter(
             name="break-even point", x=[p[0] for p in points], y=[p[1] for p in points],

@@ -20,7 +20,7 @@ from engine.analysis.review import Review, verdict_label
 
 PER_VARIANT = ("speedup", "compile time s", "memory ratio")
 FIGURE_WORDS = {"speedup": "speedup (×)", "compile time s": "cold compile (s)",
-                "memory ratio": "memory compression (×)", "passes": "passes"}
+                "memory ratio": "memory, eager ÷ compiled (×)", "passes": "passes"}
 # what a meeting reads first on the left (a wide table scrolls), the run's details after
 CHANGE_COLUMNS = ["verdict", "change %", "figure", "variant", "compare", "old → new", "config",
                   "p", "runs", "appeared at", "commit", "torch"]
@@ -77,9 +77,21 @@ def environment_table(report: GateReport) -> pd.DataFrame:
                         columns=["what", "baseline", "this run"])
 
 
+# A headline ratio below 1 said in words: a geomean speedup of 0.555× read as a speedup.
+BELOW_ONE = {"speedup": "slower", "memory ratio": "uses more memory"}
+
+
+def headline_value(value: Any, figure: str) -> str:
+    text = fmt_value(value, figure)
+    below = BELOW_ONE.get(figure)
+    if below and isinstance(value, (int, float)) and math.isfinite(value) and value < 1:
+        text += f" ({below})"
+    return text
+
+
 def _pair(a: Headline | None, b: Headline, attr: str, figure: str) -> str:
-    return f"{fmt_value(getattr(a, attr) if a else None, figure)} → " \
-           f"{fmt_value(getattr(b, attr), figure)}"
+    return f"{headline_value(getattr(a, attr) if a else None, figure)} → " \
+           f"{headline_value(getattr(b, attr), figure)}"
 
 
 def headline_table(review: Review) -> pd.DataFrame:
@@ -88,10 +100,10 @@ def headline_table(review: Review) -> pd.DataFrame:
              "pass rate": _pair(start, end, "pass_rate", "pass rate"),
              "geomean speedup": _pair(start, end, "geomean_speedup", "speedup"),
              "mean compile time": _pair(start, end, "mean_compile_s", "compile s"),
-             "memory compression": _pair(start, end, "memory_ratio", "memory ratio")}
+             "memory, eager ÷ compiled": _pair(start, end, "memory_ratio", "memory ratio")}
             for mode, start, end in review.modes]
     return pd.DataFrame(rows, columns=["mode", "configs", "pass rate", "geomean speedup",
-                                       "mean compile time", "memory compression"])
+                                       "mean compile time", "memory, eager ÷ compiled"])
 
 
 def changes_table(review: Review, link: Callable[[int, int], str]) -> pd.DataFrame:

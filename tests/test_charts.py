@@ -63,11 +63,19 @@ def test_warmup_cost_cold_and_warm_bars(bert):
 def test_warmup_curve_log_y_marks_cudagraph_recording_and_recompiles(bert):
     fig = charts_warmup.warmup_curve(bert["warmup"], bert["recompiles"])
     names = [t.name for t in fig.data]
-    assert names == ["eager", "default", "reduce-overhead", "recompile"]
+    assert names == ["eager", "default", "reduce-overhead", "call 2 records CUDA graphs",
+                     "recompile"]
     assert fig.layout.yaxis.type == "log"
     assert "log" in fig.layout.yaxis.title.text and "ms" in fig.layout.yaxis.title.text
     texts = [a.text for a in fig.layout.annotations]
     assert any("call 2 records CUDA graphs" in t for t in texts)
+    # two runs' notes stack in the corner (they used to sit on each other beside call 2)
+    two = pd.concat([bert["warmup"], bert["warmup"].assign(run_id=99)])
+    notes = [a for a in charts_warmup.warmup_curve(two, None).layout.annotations
+             if "records CUDA graphs" in (a.text or "")]
+    assert len(notes) == 2 and {(a.xref, a.yref) for a in notes} == {("paper", "paper")}
+    assert abs(notes[0].y - notes[1].y) >= charts_base.NOTE_STEP - 1e-9
+    assert all(a.bgcolor == "rgba(255,255,255,1)" for a in notes)  # no line shows through
     recompile = fig.data[-1]
     assert list(recompile.x) == [5]
     assert recompile.marker.symbol == "x"
@@ -114,10 +122,15 @@ def test_speedup_only_slower(mlp):
 
 def test_break_even_annotates_crossings_and_never(bert, mlp):
     fig = charts_warmup.break_even(bert["variants"])
-    assert [t.name for t in fig.data] == ["eager", "default", "reduce-overhead"]
-    texts = [a.text for a in fig.layout.annotations]
-    crossings = [t for t in texts if "breaks even after" in t]
+    assert [t.name for t in fig.data] == ["eager", "default", "reduce-overhead",
+                                          "break-even point"]
+    notes = [a for a in fig.layout.annotations if "breaks even after" in (a.text or "")]
+    crossings = [a.text for a in notes]
     assert len(crossings) == 2
+    # stacked in the plot's corner on opaque boxes: not on each other, no line through them
+    assert {(a.xref, a.yref, a.showarrow) for a in notes} == {("paper", "paper", False)}
+    assert abs(notes[0].y - notes[1].y) >= charts_base.NOTE_STEP - 1e-9
+    assert all(a.bgcolor == "rgba(255,255,255,1)" for a in notes)
     # reduce-overhead: 1 + ceil(16.998 s extra / (5.97 - 1.14) ms saving) = 3,521 calls
     assert any("reduce-overhead breaks even after 3,521 calls" in t for t in crossings)
     assert fig.layout.xaxis.type == "log"
@@ -150,8 +163,9 @@ def test_break_even_with_many_crossings_marks_points_instead_of_piling_arrows(be
 
 def test_break_even_crossing_lies_on_both_lines(bert):
     fig = charts_warmup.break_even(bert["variants"])
-    ann = next(a for a in fig.layout.annotations if a.text.startswith("default"))
-    n = round(10 ** ann.x)
+    ring = next(t for t in fig.data if t.name == "break-even point")
+    n = round(next(x for x, text in zip(ring.x, ring.text, strict=True)
+                   if text.startswith("default")))
     row = bert["variants"].set_index("variant").loc["default"]
     assert n == row.break_even_calls
 

@@ -42,7 +42,7 @@ def test_compile_phases_stack_to_the_cold_first_call():
     bars = [t for t in fig.data if t.type == "bar"]
     by_name = {t.name: t.y[0] for t in bars}
     assert by_name == {"dynamo (trace, guards)": 1.0, "AOTAutograd": 2.0,
-                       "inductor (lowering)": 2.0, "codegen + Triton": 4.0,
+                       "inductor (lowering)": 2.0, "code generation": 4.0,
                        "rest of first call": 1.0}
     assert sum(by_name.values()) == pytest.approx(10.0)  # the cold first call
     assert list(bars[0].x) == ["default"]  # eager has no compile

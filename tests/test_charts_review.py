@@ -41,8 +41,8 @@ def test_trend_lines_intervals_and_marks():
     fig = charts_review.trend_figure(t)
     assert empty_message(fig) is None
     names = [tr.name for tr in fig.data]
-    assert names == ["default", "reduce-overhead", "regression appeared here",
-                     "improvement appeared here"]
+    assert names == ["default", "reduce-overhead", "speedup regression appeared here",
+                     "speedup improvement appeared here"]
     line = fig.data[0]
     assert list(line.y) == [1.5, 1.52, 0.9]
     assert line.error_y.array[0] == pytest.approx(0.15) and line.error_y.arrayminus[0] == \
@@ -51,7 +51,7 @@ def test_trend_lines_intervals_and_marks():
     reg = fig.data[2]
     assert reg.marker.symbol == charts_review.REGRESSION_SYMBOL and list(reg.y) == [0.9]
     # which figure changed, labelled at the mark
-    assert [a.text for a in fig.layout.annotations] == ["speedup", "speedup"]
+    assert [a.text for a in fig.layout.annotations] == ["speedup regressed", "speedup improved"]
     assert "commit bbbb2222" in reg.hovertext[0] and "torch 2.12.0" in reg.hovertext[0]
     assert "against run #2" in reg.hovertext[0]
     assert fig.data[3].marker.symbol == charts_review.IMPROVEMENT_SYMBOL
@@ -68,8 +68,25 @@ def test_trend_escapes_run_text_and_marks_failures_at_the_bottom():
     assert all("<img" not in (tr.name or "") for tr in fig.data)
     assert all("<img" not in h for tr in fig.data for h in tr.hovertext)
     reg = fig.data[-1]
-    assert reg.name == "regression appeared here" and reg.y[0] < 1.5 * 0.9
-    assert [a.text for a in fig.layout.annotations] == ["passes"]
+    assert reg.name == "speedup regression appeared here" and reg.y[0] < 1.5 * 0.9
+    assert [a.text for a in fig.layout.annotations] == ["passes regressed"]
+
+
+def test_a_change_of_another_figure_is_not_drawn_as_a_speedup_change():
+    """The review trend chart plots speedup; its green ▲ marked a compile-time improvement
+    (issue 40): another figure's change is an open diamond named on its label."""
+    t = trend([point(1, 2, 1.5), point(2, 4, 1.52, ("compile time s: improved",)),
+               point(3, 6, 1.5, ("speedup: improved", "memory ratio: regressed"))])
+    fig = charts_review.trend_figure(t)
+    by_name = {tr.name: tr for tr in fig.data}
+    other = by_name["improvement of another figure (named on its label)"]
+    assert other.marker.symbol == "diamond-open" and len(other.x) == 1
+    assert by_name["speedup improvement appeared here"].marker.symbol == \
+        charts_review.IMPROVEMENT_SYMBOL and len(by_name["speedup improvement appeared here"].x) == 1
+    assert by_name["regression of another figure (named on its label)"].marker.symbol == \
+        "diamond-open"
+    assert sorted(a.text for a in fig.layout.annotations) == [
+        "compile time improved", "memory regressed", "speedup improved"]
 
 
 def test_trend_without_speedups_is_an_empty_figure_with_a_reason():
@@ -114,11 +131,11 @@ def test_baseline_table_one_row_per_figure_with_verdicts():
     df = review_tables.baseline_table(REPORT)
     assert list(zip(df["variant"], df["figure"], strict=True)) == [
         ("default", "speedup (×)"), ("default", "cold compile (s)"),
-        ("default", "memory compression (×)"), ("max-autotune", "passes")]
+        ("default", "memory, eager ÷ compiled (×)"), ("max-autotune", "passes")]
     d = df.iloc[0]
     assert d["baseline → this run"] == "1.5× [1.4, 1.6] → 0.9× [0.85, 0.95]"
     assert d["change %"] == -40.0 and d["verdict"] == "regressed" and d["p"] == "0.001"
-    assert df.iloc[1]["verdict"] == "beyond threshold, not significant"
+    assert df.iloc[1]["verdict"] == "within noise"
     assert df.iloc[2]["verdict"] == "within threshold"
     assert df.iloc[3]["baseline → this run"] == "passed → failed (oom)"
     assert df.iloc[3]["verdict"] == "regressed"

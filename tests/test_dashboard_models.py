@@ -32,10 +32,34 @@ def test_models_page_lists_catalogue_and_registries(db):
     at = app("models")
     no_exceptions(at)
     assert at.title[0].value == "Models"
-    frames = at.dataframe
-    assert len(frames) == 2  # catalogue, registries
-    assert "llama_decode" in frames[0].value["model"].tolist()
-    assert "hf:ARCH" in frames[1].value["registry"].tolist()
+    tables = at.table  # static tables: descriptions and dims wrap instead of being cut
+    assert len(tables) == 2  # catalogue, registries
+    assert "llama\\_decode" in tables[0].value.index.tolist()  # escaped: st.table is Markdown
+    assert "hf\\:ARCH" in tables[1].value.index.tolist()
+
+
+def test_the_glossary_defines_every_term_a_page_links():
+    """Every page's "Terms on this page" line links terms of the glossary, and the Models page
+    shows each term under its anchor (issue 40, item 6)."""
+    import re
+    from pathlib import Path
+
+    from dashboard import glossary
+
+    at = app("models")
+    anchors = {h.proto.anchor for h in at.subheader}
+    assert {glossary.slug(t) for t in glossary.TERMS} <= anchors
+    views = Path(__file__).resolve().parents[1] / "dashboard" / "views"
+    linked = set()
+    for page in views.glob("*.py"):
+        for call in re.findall(r"terms_line\(\s*(\[[^\]]*\])", page.read_text()):
+            linked |= set(eval(call))  # noqa: S307 - a literal list in our own source
+    assert linked and linked <= set(glossary.TERMS), linked - set(glossary.TERMS)
+    # every page but Models, which holds the glossary
+    assert {p.stem for p in views.glob("*.py") if "terms_line" in p.read_text()} == {
+        "new_run", "runs", "compare", "sweep", "review"}
+    with pytest.raises(KeyError):
+        glossary.terms_line(["not a term"])
 
 
 def test_models_page_search_finds_registry_names_and_links_new_run(db):

@@ -96,7 +96,7 @@ def test_run_against_tag_uses_tag_history(db):
 
 def test_verdict_words():
     assert verdict_label("regression") == "regressed"
-    assert verdict_label("not significant") == "beyond threshold, not significant"
+    assert verdict_label("not significant") == "within noise"
     assert verdict_label("unchanged") == "within threshold"
 
 

@@ -14,6 +14,7 @@ from dashboard import (
     data_review,
     decode_view,
     forensics_view,
+    glossary,
     grid_view,
     mixing,
     people,
@@ -73,7 +74,10 @@ verdicts = []
 # Many runs (an import, a tag): the page says what it holds and starts with the speedup chart;
 # each run's verdict folds into one line (36 verdict cards stood before the first chart).
 many = len(runs) > FEW_RUNS
-st.caption(safe.md(widgets.runs_summary(runs), 600))
+st.caption(safe.md(widgets.runs_summary(runs), 600) + " · " + glossary.terms_line(
+    ["eager", "speedup", "95% CI", "measuring process", "per-call median", "pipelined",
+     "break-even calls", "cold compile", "warm-cache compile", "launch-bound", "graph break",
+     "recompile", "CUDA graphs", "kernels per call", "device busy", "code generation"]))
 figure_list = charts.compare_figures(d) if not variants.empty else []
 figures = dict(figure_list)
 if many and figures:

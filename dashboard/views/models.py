@@ -3,9 +3,18 @@ model found here opens New run with it chosen. Logic in dashboard/catalogue.py."
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
-from dashboard import auth, catalogue, data, safe, widgets
+from dashboard import auth, catalogue, data, glossary, safe, widgets
+
+
+def wrapped_table(rows: list[dict], index: str) -> None:
+    """A static table whose cells wrap (descriptions and dims were cut off in a data grid);
+    st.table reads Markdown, so every cell is escaped."""
+    frame = pd.DataFrame(rows).map(lambda v: safe.md(v, 2000))
+    frame.columns = [safe.md(c, 100) for c in frame.columns]
+    st.table(frame.set_index(safe.md(index, 100)))
 
 st.title("Models")
 st.caption("What this machine can measure: the built-in catalogue, the operator's plugins, and "
@@ -27,12 +36,12 @@ except Exception as exc:  # noqa: BLE001 - the engine's own message is the most 
 st.subheader("Catalogue")
 shown = catalogue.filter_models(models, text) if ":" not in text else []
 if shown:
-    st.dataframe(catalogue.catalogue_rows(shown), hide_index=True, width="stretch")
+    wrapped_table(catalogue.catalogue_rows(shown), "model")
 else:
     st.caption("No catalogue model matches.")
 
 st.subheader("Registries")
-st.dataframe(data.registries(), hide_index=True, width="stretch")
+wrapped_table(data.registries(), "registry")
 if text and not auth.can_write():
     # A search imports timm, torchvision and transformers (hundreds of MB, seconds) and its only
     # use is a New run, which read-only sessions cannot queue: a viewer must not make the shared
@@ -51,3 +60,10 @@ elif text:
         picked = st.selectbox("Registry model", found, key="models-pick")
         st.page_link(widgets.PAGE_NEW, label=f"New run with {picked}",
                      icon=":material/play_arrow:", query_params={"model": picked})
+
+
+st.header("Glossary", anchor="glossary")
+st.caption("The words the pages use. The method behind each figure: docs/METHOD.md.")
+for term, meaning in glossary.TERMS.items():
+    st.subheader(term, anchor=glossary.slug(term))
+    st.text(meaning)

@@ -6,7 +6,7 @@ import functools
 
 import streamlit as st
 
-from dashboard import auth, data, hardware, safe, slurm_view, widgets
+from dashboard import auth, data, glossary, hardware, safe, slurm_view, widgets
 from dashboard.grid_form import grid_form
 from dashboard.spec import (
     AUTOCASTS,
@@ -25,7 +25,9 @@ from engine.spec import DEFAULTS, normalise
 
 st.title("New run")
 st.caption("Measures eager against each compile variant on the worker's machine: cold and warm "
-           "compile, warm-up curve, steady-state latency, memory, kernels, graph breaks.")
+           "compile, warm-up curve, steady-state latency, memory, kernels, graph breaks. "
+           + glossary.terms_line(["eager", "compile variant", "measuring process", "sweep",
+                                  "grid", "CUDA graphs"]))
 
 if not auth.can_write():
     st.info("Read-only access: you can browse, compare and export runs; queuing a run needs "

@@ -9,7 +9,17 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from dashboard import auth, charts_review, data_review, report_review, review_tables, safe, widgets
+from dashboard import (
+    auth,
+    charts_review,
+    data_review,
+    glossary,
+    people,
+    report_review,
+    review_tables,
+    safe,
+    widgets,
+)
 from dashboard.review_params import ReviewQuery, parse_review_params
 
 MAX_TRENDS = 30  # configs drawn at once (a tag over a big suite: the rest in the table)
@@ -77,8 +87,10 @@ st.caption(f"{review.run_count} finished run(s) of {len(review.trends)} config(s
 
 st.header("Headline figures per mode", anchor="headline")
 st.caption("Each config's first run in the window → its latest: pass rate (ok and correct ÷ "
-           "asked for), geomean speedup, mean cold compile time, memory compression ratio "
-           "(eager peak ÷ compiled peak).")
+           "asked for), geomean speedup (below 1.00× compiled is slower), mean cold compile "
+           "time, memory, eager ÷ compiled (below 1.00× compiling uses more memory). "
+           + glossary.terms_line(["pass rate", "geomean speedup", "memory, eager ÷ compiled",
+                                  "within noise", "regressed / improved"]))
 st.dataframe(safe.frame(review_tables.headline_table(review)), hide_index=True,
              key="review-headline")
 
@@ -87,13 +99,15 @@ changes = review_tables.changes_table(review, _link)
 if changes.empty:
     st.success("No change beyond a threshold between consecutive runs of any config.")
 else:
-    st.caption("Real changes (regressed, improved) first, then those beyond a threshold that "
-               "the test does not establish; each against the previous run of its config.")
+    st.caption("Real changes (regressed, improved) first, then those within noise: beyond a "
+               "threshold, but the test does not establish them; each against the previous run "
+               "of its config.")
     st.dataframe(safe.frame(changes), hide_index=True, key="review-changes",
                  column_config={"compare": st.column_config.LinkColumn(
                      "compare", display_text="open", width="small"),
                      "change %": st.column_config.NumberColumn("change", format="%+.1f%%"),
-                     "config": st.column_config.TextColumn("config", width="medium")})
+                     "config": st.column_config.TextColumn(
+                         "config", width=people.fit_width(changes["config"], "config"))})
 
 
 

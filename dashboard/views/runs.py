@@ -7,7 +7,7 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from dashboard import auth, data, people, run_actions, safe, tables, widgets
+from dashboard import auth, data, glossary, people, run_actions, safe, tables, widgets
 
 st.title("Runs")
 
@@ -120,6 +120,8 @@ event = st.dataframe(
                                      "columns": []}},
     column_config=people.runs_columns(table),
 )
+st.caption(glossary.terms_line(["speedup", "noisy", "busy host", "host speed moved",
+                                "processes disagree", "provisional"]))
 st.download_button("Download this table as CSV", safe.csv(table), file_name="compilelab-runs.csv",
                    mime="text/csv", icon=":material/download:", key="runs-csv",
                    on_click="ignore", help="Formula-like cells neutralised for spreadsheets.")

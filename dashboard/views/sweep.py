@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts_sweep, data, mixing, safe, tables, widgets
+from dashboard import charts_sweep, data, glossary, mixing, safe, tables, widgets
 
 st.title("Sweep")
 st.caption("Runs over several values of one dim. A ✕ marks a value at which the compiled model "
-           "recompiled; its first call there pays a compile again.")
+           "recompiled; its first call there pays a compile again. "
+           + glossary.terms_line(["sweep", "recompile", "cold compile", "speedup"]))
 
 try:
     recent = data.list_runs(limit=500)

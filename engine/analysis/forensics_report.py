@@ -79,7 +79,7 @@ def phase_segments(phases: dict[str, Any] | None, first_call_s: float | None
     out = {"dynamo (trace, guards)": total - backend,
            "AOTAutograd": backend - inductor if inductor else backend,
            "inductor (lowering)": inductor - codegen if codegen else inductor,
-           "codegen + Triton": codegen}
+           "code generation": codegen}  # Triton kernels on a GPU, C++ on a CPU
     if first_call_s is not None and total:
         out["rest of first call"] = first_call_s - total
     return {k: round(max(v, 0.0), 6) for k, v in out.items()}

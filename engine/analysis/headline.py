@@ -8,7 +8,7 @@ dashboard reports them for its suites:
   passing cells;
 * **mean compile time**: arithmetic mean of the cold first call (``first_call_cold_s``: compile
   plus one call, empty inductor cache) over the passing cells, in seconds;
-* **memory compression ratio**: geometric mean over the passing cells of eager's peak allocated
+* **memory ratio, eager ÷ compiled**: geometric mean over the passing cells of eager's peak allocated
   memory ÷ the variant's (above 1: the compiled model needs less memory).
 
 Inputs are runs as ``storage.records.load_run`` returns them (plain dicts), so this works on an

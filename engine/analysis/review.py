@@ -34,7 +34,7 @@ VERDICT_LABELS = {
     "regression": "regressed",
     "improvement": "improved",
     "unchanged": "within threshold",
-    "not significant": "beyond threshold, not significant",
+    "not significant": "within noise",  # beyond the threshold, not established by the test
     "untested": "not tested",
     "still failing": "still failing",
 }

@@ -64,7 +64,7 @@ def add_gate_parser(sub: Any) -> argparse.ArgumentParser:
     g.add_argument("--compile-floor", type=float, default=d.compile_floor_s,
                    help="... and longer by more than this many seconds (default %(default)s)")
     g.add_argument("--memory", type=float, default=d.memory,
-                   help="regression below this × the baseline's memory compression ratio "
+                   help="regression below this × the baseline's memory ratio (eager peak ÷ compiled) "
                         "(default %(default)s)")
     g.add_argument("--pass-rate", type=float, default=d.pass_rate,
                    help="regression below this × the baseline's pass rate per mode (default "

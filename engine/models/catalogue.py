@@ -37,7 +37,8 @@ _M = "engine.models"
 BUILTIN: tuple[ModelInfo, ...] = (
     ModelInfo(
         "mlp",
-        "The seed article's MLP: Linear(h->h) -> ReLU -> Linear(h->h). Launch-bound at small batch.",
+        "Two-layer MLP: Linear(h->h) -> ReLU -> Linear(h->h). Launch-bound at small batch "
+        "(its time is mostly kernel launches).",
         f"{_M}.mlp:build",
         (Dim("batch", 32, 1, 65536, "rows per call", True), Dim("hidden", 1024, 8, 16384)),
     ),

@@ -1,4 +1,4 @@
-"""The seed article's MLP: at batch 32 the whole call is a few tiny GEMMs, so launch overhead
+"""A two-layer MLP: at batch 32 the whole call is a few tiny GEMMs, so launch overhead
 dominates and compiled variants have little to win."""
 
 import torch
