@@ -173,6 +173,21 @@ class VariantResult:
         """A figure by its contract name, from the result or its stats (None when absent)."""
         return self.figures.get(name, self.stats.get(name))
 
+    def row(self, series: bool = False) -> dict[str, Any]:
+        """The variant as one flat row keyed by the contract's figure names (result and stats
+        figures side by side, None where absent), its processes and children: what the
+        verdict, ``show`` and the dashboard's tables read.  The per-call series (at the top
+        and inside each process) only with ``series``."""
+        out: dict[str, Any] = {"variant": self.variant, "status": self.status}
+        for f in FIGURES:
+            if series or f.kind != "series":
+                out[f.name] = self.figure(f.name)
+        processes = [p.to_json() for p in self.processes]
+        out["processes"] = [p if series else {k: v for k, v in p.items() if k not in SERIES}
+                            for p in processes] or None
+        out.update({k: list(self.children.get(k, ())) for k in CHILDREN})
+        return out
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"variant": self.variant, "status": self.status,
                                **{k: v for k, v in self.figures.items()}}

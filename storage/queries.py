@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, Select, Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
-from contract.schema import FIGURES, fits
+from contract.schema import FIGURES
 from storage.db import Database
 from storage.models import GraphBreak, Recompile, Run, RunTag, SweepPoint, VariantResult
+from storage.records import typed_variant
 from storage.results import CHILDREN, RESULT_FIELDS, STATS_FIELDS, id_chunks
 
 if TYPE_CHECKING:
@@ -65,7 +66,6 @@ VARIANT_COLUMNS: list[str] = [
 ]
 # VARIANT_COLUMNS that are fields inside VariantResult.extra (where: "result" or "stats").
 _FROM_EXTRA: dict[str, str] = {f.name: f.where for f in FIGURES if not f.column}
-_EXTRA_KIND: dict[str, str] = {f.name: f.kind for f in FIGURES if not f.column}
 GRAPH_BREAK_COLUMNS = ["run_id", "variant", "reason", "file", "line", "count"]
 RECOMPILE_COLUMNS = ["run_id", "variant", "reason", "call_index", "dim_value"]
 SWEEP_COLUMNS = [
@@ -177,13 +177,6 @@ _RUN_SELECT_COLUMNS = (
     type_coerce(Run.spec, Text).label("spec"),
 )
 _JSON_TEXT_COLUMNS = ("environment", "spec")
-
-
-def _extra_value(extra: dict[str, Any], name: str) -> Any:
-    """A contract figure kept in ``extra`` (stats figures under ``extra["stats"]``)."""
-    holder = extra.get("stats") if _FROM_EXTRA[name] == "stats" else extra
-    value = holder.get(name) if isinstance(holder, dict) else None
-    return value if fits(_EXTRA_KIND[name], value) else None  # a row written by hand
 
 
 def _dims_label(dims: Any, spec: Any = None) -> str:
@@ -388,14 +381,17 @@ def load_runs(db: Database, run_ids: Iterable[int]) -> dict[str, pd.DataFrame]:
 
     variant_records, warmup, samples = [], [], []
     for r in variant_rows:
-        extra = r.extra if isinstance(r.extra, dict) else {}
+        # each row through the contract's typed result, as ``show`` reads it (storage/records)
+        typed = typed_variant(r, series=True)
+        row = typed.row(series=True)
         variant_records.append(
-            tuple(_extra_value(extra, c) if c in _FROM_EXTRA else getattr(r, c)
+            tuple(r.run_id if c == "run_id" else r.variant if c == "variant" else row.get(c)
                   for c in VARIANT_COLUMNS)
         )
-        warmup += [(r.run_id, r.variant, i, ms) for i, ms in enumerate(r.warmup_ms or [], 1)]
+        warmup += [(r.run_id, r.variant, i, ms)
+                   for i, ms in enumerate(typed.figure("warmup_ms") or [], 1)]
         for kind, column in SAMPLE_KINDS.items():
-            series = getattr(r, column) or []
+            series = typed.figure(column) or []
             samples += [(r.run_id, r.variant, kind, i, ms) for i, ms in enumerate(series, 1)]
 
     def child_frame(name: str, columns: list[str]) -> pd.DataFrame:

@@ -1,10 +1,12 @@
 """One stored run as plain dicts, without pandas: what ``engine show`` (text and ``--json``)
 reads on a GPU host that has only requirements-engine.txt.
 
-Each variant is one flat dict keyed by the contract's figure names (contract/schema.py), the
-same names as the dashboard's ``variants`` DataFrame columns: result figures, stats figures
-(those without a column read back from ``extra``), plus the lists ``graph_breaks``,
-``recompiles`` and ``sweep``.  The per-call series are left out unless asked for.
+Each stored variant is read as the contract's typed result (``typed_variant``: its columns and
+``extra`` through ``contract.results.VariantResult.from_json``), and shown as that result's
+flat row: keyed by the contract's figure names (contract/schema.py), the same names as the
+dashboard's ``variants`` DataFrame columns (built by the same reader in storage/queries.py),
+plus the lists ``graph_breaks``, ``recompiles`` and ``sweep``.  The per-call series are left
+out unless asked for.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import defer, selectinload
 
-from contract.schema import FIGURES, fits
+from contract.results import VariantResult as TypedVariant
+from contract.schema import FIGURES
 from storage.db import Database
 from storage.models import Run, RunTag, VariantResult
 from storage.results import CHILDREN
@@ -25,27 +28,28 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
 
-def _variant(entity: VariantResult, series: bool) -> dict[str, Any]:
-    extra = entity.extra if isinstance(entity.extra, dict) else {}
-    extra_stats = extra.get("stats") if isinstance(extra.get("stats"), dict) else {}
-    row: dict[str, Any] = {"variant": entity.variant, "status": entity.status}
+def typed_variant(source: Any, series: bool, children: dict[str, list[Any]] | None = None
+                  ) -> TypedVariant:
+    """A stored variant (an entity, or a selected row with the figures' columns and ``extra``)
+    as the contract's typed result: its columns and ``extra`` put back in the result's JSON
+    shape and read through ``VariantResult.from_json``, the one reader of results from outside
+    (a figure that does not fit its kind reads as missing).  The series columns are read only
+    with ``series`` (deferred on an entity: touching them would load them)."""
+    extra = source.extra if isinstance(source.extra, dict) else {}
+    stats = dict(extra["stats"]) if isinstance(extra.get("stats"), dict) else {}
+    raw: dict[str, Any] = {k: v for k, v in extra.items() if k != "stats"}
     for f in FIGURES:
-        if f.kind == "series" and not series:
-            continue
-        if f.column:
-            value = getattr(entity, f.name)
-        else:
-            value = (extra_stats if f.where == "stats" else extra).get(f.name)
-        # extra is untyped JSON, and a SQLite number column keeps text written into it by hand
-        row[f.name] = value if fits(f.kind, value) else None
-    if not series and isinstance(row.get("processes"), list):
-        # Per-process figures without their raw series: what a reader of the table needs.
-        row["processes"] = [{k: v for k, v in p.items() if not k.endswith("_ms")}
-                            for p in row["processes"] if isinstance(p, dict)]
-    for key, (_entity, fields) in CHILDREN.items():
-        rows = getattr(entity, "sweep_points" if key == "sweep" else key)
-        row[key] = [{name: getattr(child, name) for name in fields} for child in rows]
-    return row
+        if f.column and (series or f.kind != "series"):
+            (stats if f.where == "stats" else raw)[f.name] = getattr(source, f.name, None)
+    raw.update(variant=source.variant, status=source.status, stats=stats, **(children or {}))
+    return TypedVariant.from_json(raw)
+
+
+def _variant(entity: VariantResult, series: bool) -> dict[str, Any]:
+    children = {key: [{name: getattr(child, name) for name in fields} for child in
+                      getattr(entity, "sweep_points" if key == "sweep" else key)]
+                for key, (_entity, fields) in CHILDREN.items()}
+    return typed_variant(entity, series, children).row(series)
 
 
 # Children in one query each for all of a run's variants (lazily, three queries per variant:
