@@ -13,6 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import auth, charts_review, data_review, review_tables, safe, widgets
+from dashboard.tables import DASH
 from engine.analysis.review import BaselineCheck, verdict_label
 
 HOW_TO_PIN = ("Pin one with the button below, or from a shell: `python -m engine baseline pin "
@@ -93,6 +94,7 @@ def render(run_id: int, status: str) -> None:
         st.warning("**Environment differences** (usually the cause of a change)",
                    icon=":material/warning:")
         st.dataframe(safe.frame(review_tables.environment_table(report)), hide_index=True,
+                     placeholder=DASH,
                      key=f"baseline-env-{run_id}")
     else:
         st.caption("Environment: no differences (GPU, driver, CUDA, torch, triton, Python, "
@@ -103,6 +105,7 @@ def render(run_id: int, status: str) -> None:
     widgets.show_figure(charts_review.baseline_figure(report, verdicts),
                         f"fig-baseline-{run_id}")
     st.dataframe(safe.frame(review_tables.baseline_table(report)), hide_index=True,
+                 placeholder=DASH,
                  key=f"baseline-table-{run_id}", column_config={
                      "change %": st.column_config.NumberColumn("change", format="%+.1f%%")})
     _pin_button(run_id, status, "Pin this run as the new baseline")

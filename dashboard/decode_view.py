@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import safe
+from dashboard.tables import DASH
 from engine.analysis import decode_report
 
 PATHS = (("decode", "static-cache decoder"), ("hf_generate", "transformers generate()"))
@@ -73,7 +74,7 @@ def render(variants: pd.DataFrame) -> None:
                "generated tokens until the compile cost is repaid. fp64: the logits of each "
                "step, fed float64's greedy tokens, within 3 × eager's error + a floor "
                "(docs/METHOD.md §9.13). Peak memory: GPU only.")
-    st.dataframe(safe.frame(table), hide_index=True, key="generation-table")
+    st.dataframe(safe.frame(table), hide_index=True, placeholder=DASH, key="generation-table")
     for _, r in table[table["recompiles_per_step"]].iterrows():
         st.warning(safe.md(f"#{r['run_id']} {r['variant']}: decoding recompiled per step: the "
                            "compiled step is not one graph (a Python int position or a growing "

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import charts_forensics, data, safe, widgets
+from dashboard.tables import DASH
 from engine import known_errors
 from engine.analysis.forensics_report import STRATEGIES
 
@@ -31,7 +32,7 @@ def render(variants: pd.DataFrame) -> list[go.Figure]:
                     "selections benchmarked (`select_algorithm_autotune`); kernels per autotune "
                     "cache decision (`autotune_cache_state`). A CPU compile has no Triton "
                     "kernels: those stay 0.")
-        st.dataframe(safe.frame(caches), hide_index=True, key="compile-caches")
+        st.dataframe(safe.frame(caches), hide_index=True, placeholder=DASH, key="compile-caches")
     roof = charts_forensics.roofline_table(variants)
     if not roof.empty:
         st.markdown("**Hardware** (per call: FLOPs counted by `FlopCounterMode`; bytes from a "
@@ -39,7 +40,7 @@ def render(variants: pd.DataFrame) -> list[go.Figure]:
                     "to eager op by op (each operator reads its inputs and writes its outputs); "
                     "achieved at each variant's median, against the GPU's measured bf16-matmul "
                     "and copy ceilings; docs/METHOD.md)")
-        st.dataframe(safe.frame(roof), hide_index=True, key="roofline")
+        st.dataframe(safe.frame(roof), hide_index=True, placeholder=DASH, key="roofline")
     missed = variants[variants.get("warm_cache_missed", pd.Series(dtype=object)).map(
         lambda x: x is True)] if "warm_cache_missed" in variants.columns else variants.iloc[0:0]
     for _, r in missed.iterrows():

@@ -101,7 +101,7 @@ def test_speedup_colours_faster_green_slower_red_with_ci_and_unity_line():
     f = frames({1: bert_results()[:3], 2: mlp_results()})  # one faster run, one slower run
     fig = charts_latency.speedup(f["variants"])
     by_name = {t.name: t for t in fig.data}
-    assert set(by_name) == {"faster than eager", "slower than eager"}
+    assert set(by_name) == {"faster than eager", "slower than eager", charts_base.EAGER_LINE}
     assert by_name["faster than eager"].marker.color == charts_base.FASTER == "#2ca02c"
     assert by_name["slower than eager"].marker.color == charts_base.SLOWER == "#d62728"
     assert list(by_name["faster than eager"].x) == ["#1 default", "#1 reduce-overhead"]
@@ -114,9 +114,24 @@ def test_speedup_colours_faster_green_slower_red_with_ci_and_unity_line():
     assert "×" in fig.layout.yaxis.title.text
 
 
+@pytest.mark.parametrize("chart", ["speedup", "sweep"])
+def test_the_eager_line_is_named_in_the_legend_not_on_the_plot(chart):
+    """The 1.0× line's name sat at the plot's right end, on the last bar (grey on green): it
+    is a legend entry drawn like the line, and no note lies inside the plot."""
+    f = frames({1: bert_results()[:3]})
+    fig = (charts_latency.speedup(f["variants"]) if chart == "speedup" else
+           charts_sweep.sweep_speedup(pd.DataFrame({
+               "run_id": [1, 1, 1, 1], "variant": ["eager", "default"] * 2,
+               "value": [64, 64, 128, 128], "median_ms": [2.0, 1.0, 4.0, 5.0],
+               "eager_median_ms": [2.0, 2.0, 4.0, 4.0]})))
+    entry = [t for t in fig.data if t.name == charts_base.EAGER_LINE]
+    assert len(entry) == 1 and entry[0].line.dash == "dash" and entry[0].showlegend is not False
+    assert not [a for a in fig.layout.annotations if "eager = 1" in (a.text or "")]
+
+
 def test_speedup_only_slower(mlp):
     fig = charts_latency.speedup(mlp["variants"])
-    assert [t.name for t in fig.data] == ["slower than eager"]
+    assert [t.name for t in fig.data] == ["slower than eager", charts_base.EAGER_LINE]
     assert fig.data[0].marker.color == charts_base.SLOWER
 
 
@@ -229,7 +244,8 @@ def test_sweep_latency_and_first_call_mark_recompiles():
 def test_sweep_speedup_uses_the_paired_eager_and_colours_by_side_of_one():
     f = frames({5: sweep_results()})
     fig = charts_sweep.sweep_speedup(f["sweep_points"], "seq")
-    assert [t.name for t in fig.data] == ["default"]  # eager is the baseline, not a line
+    # eager is the baseline: its dashed 1.0× line, not a series of its own
+    assert [t.name for t in fig.data] == ["default", charts_base.EAGER_LINE]
     assert [round(v, 3) for v in fig.data[0].y] == [2.0, 2.0, 0.862]
     faster, slower = charts_base.FASTER, charts_base.SLOWER
     assert list(fig.data[0].marker.color) == [faster, faster, slower]
@@ -293,9 +309,29 @@ def test_tables(bert):
 
 def test_compile_phases_and_cudagraph_skips_tables(bert):
     phases = tables.compile_phases_table(bert["variants"])
-    assert {"dynamo (s)", "inductor (s)"} <= set(phases.columns)
+    assert {"dynamo (s)", "inductor (lowering) (s)"} <= set(phases.columns)
     v = bert["variants"].copy()
     v["cudagraph_skips"] = [[], [], [{"reason": "mutated inputs"}], []]
     skips = tables.cudagraph_skips_table(v)
     assert list(skips["reason"]) == ["mutated inputs"]
     assert list(skips["variant"]) == ["reduce-overhead"]
+
+
+def test_compile_phases_table_names_the_charts_exclusive_phases():
+    """torch's totals nest (dynamo's holds the backend's, which holds inductor's, which holds
+    code generation): the table listed them raw ('dynamo_total 16.9, backend 14.5, inductor
+    8.56, codegen 3.99' beside a 17.6 s first call) and the chart above it named them apart.
+    It shows the chart's exclusive phases, which add up to the first call, and the rest in
+    plain words."""
+    v = pd.DataFrame([{"run_id": 8, "variant": "default", "first_call_cold_s": 17.6,
+                       "compile_phases_s": {"dynamo_total": 16.9, "backend": 14.5,
+                                            "inductor": 8.5, "codegen": 4.0,
+                                            "triton_compile": 0.02, "cudagraphify": 0.01}}])
+    row = tables.compile_phases_table(v).iloc[0]
+    exclusive = ["dynamo (trace, guards) (s)", "AOTAutograd (s)", "inductor (lowering) (s)",
+                 "code generation (s)", "rest of first call (s)"]
+    assert [row[c] for c in exclusive] == pytest.approx([2.4, 6.0, 4.5, 4.0, 0.7])
+    assert sum(row[c] for c in exclusive) == pytest.approx(17.6)
+    assert row["of which Triton kernel compile (s)"] == pytest.approx(0.02)
+    assert row["CUDA graph recording (s)"] == pytest.approx(0.01)
+    assert not {"dynamo_total (s)", "backend (s)", "codegen (s)"} & set(row.index)

@@ -182,9 +182,10 @@ if sweeps is not None and not sweeps.empty:
 st.header("Variants", anchor="variants")
 vt = tables.variants_table(variants, runs)
 headline, headline_columns = people.variants_headline(vt)
-st.dataframe(headline, hide_index=True, key="variants-table", column_config=headline_columns)
+st.dataframe(headline, hide_index=True, placeholder=tables.DASH, key="variants-table",
+             column_config=headline_columns)
 with st.expander(f"All {len(vt.columns)} figures per variant (as in the CSV)"):
-    st.dataframe(people.styled(vt), hide_index=True, key="variants-all",
+    st.dataframe(people.styled(vt), hide_index=True, placeholder=tables.DASH, key="variants-all",
                  column_config={c: people.human(c) for c in vt.columns})
 st.download_button("Download figures as CSV", safe.csv(vt),
                    file_name=f"compilelab-variants-{'-'.join(map(str, picked[:8]))}.csv",
@@ -205,7 +206,7 @@ if gb.empty and not uncaused and len(unknown) < len(runs):
     st.caption("No graph breaks: each compiled variant that finished traced the model into "
                "one graph.")
 elif not gb.empty:
-    st.dataframe(safe.frame(gb), hide_index=True, key="graph-breaks")
+    st.dataframe(safe.frame(gb), hide_index=True, placeholder=tables.DASH, key="graph-breaks")
 if uncaused:
     st.caption(safe.md(uncaused))
 rc = tables.recompiles_table(d["recompiles"])
@@ -213,15 +214,18 @@ if rc.empty:
     if len(unknown) < len(runs):
         st.caption("No recompiles.")
 else:
-    st.dataframe(safe.frame(rc), hide_index=True, key="recompiles")
+    st.dataframe(safe.frame(rc), hide_index=True, placeholder=tables.DASH, key="recompiles")
 skips = tables.cudagraph_skips_table(variants)
 if not skips.empty:
     st.markdown("**CUDA graphs skipped** (these calls run without graph replay)")
-    st.dataframe(safe.frame(skips), hide_index=True, key="cudagraph-skips")
+    st.dataframe(safe.frame(skips), hide_index=True, placeholder=tables.DASH, key="cudagraph-skips")
 phases = tables.compile_phases_table(variants)
 if not phases.empty:
-    st.markdown("**Compile phases** (seconds, as torch reports them)")
-    st.dataframe(people.styled(phases), hide_index=True, key="compile-phases",
+    st.markdown("**Compile phases** of the cold first call (seconds; the first five add up "
+                "to it, as in the chart above)")
+    st.dataframe(people.styled(phases, {c: "{:.3g}" for c in phases.columns[2:]}),
+                 hide_index=True, placeholder=tables.DASH,
+                 key="compile-phases",
                  column_config={"run_id": st.column_config.NumberColumn("Run", format="#%d"),
                                 "variant": "Variant"})
 
@@ -240,7 +244,7 @@ st.header("Environment", anchor="environment")
 for _, r in runs.iterrows():
     with st.expander(f"Run #{r['run_id']} environment and spec"):
         st.dataframe(safe.frame(tables.environment_rows(r.get("environment"))), hide_index=True,
-                     key=f"env-{r['run_id']}")
+                     placeholder=tables.DASH, key=f"env-{r['run_id']}")
         st.json(r.get("spec") or {}, expanded=False)
 
 st.header("Notes and tags", anchor="notes")

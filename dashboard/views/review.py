@@ -21,6 +21,7 @@ from dashboard import (
     widgets,
 )
 from dashboard.review_params import ReviewQuery, parse_review_params
+from dashboard.tables import DASH
 
 MAX_TRENDS = 30  # configs drawn at once (a tag over a big suite: the rest in the table)
 
@@ -91,7 +92,7 @@ st.caption("Each config's first run in the window → its latest: pass rate (ok 
            "time, memory, eager ÷ compiled (below 1.00× compiling uses more memory). "
            + glossary.terms_line(["pass rate", "geomean speedup", "memory, eager ÷ compiled",
                                   "within noise", "regressed / improved"]))
-st.dataframe(safe.frame(review_tables.headline_table(review)), hide_index=True,
+st.dataframe(safe.frame(review_tables.headline_table(review)), hide_index=True, placeholder=DASH,
              key="review-headline")
 
 st.header("Changes, biggest first", anchor="changes")
@@ -102,7 +103,7 @@ else:
     st.caption("Real changes (regressed, improved) first, then those within noise: beyond a "
                "threshold, but the test does not establish them; each against the previous run "
                "of its config.")
-    st.dataframe(safe.frame(changes), hide_index=True, key="review-changes",
+    st.dataframe(safe.frame(changes), hide_index=True, placeholder=DASH, key="review-changes",
                  column_config={"compare": st.column_config.LinkColumn(
                      "compare", display_text="open", width="small"),
                      "change %": st.column_config.NumberColumn("change", format="%+.1f%%"),

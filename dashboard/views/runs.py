@@ -115,7 +115,7 @@ if "runs-initial-selection" not in st.session_state:
 event = st.dataframe(
     people.flag_distrusted(people.styled(table, {"best_speedup": "{:.2f}"}), table),
     key="runs-table", on_select="rerun",
-    selection_mode="multi-row", hide_index=True,
+    selection_mode="multi-row", hide_index=True, placeholder=tables.DASH,
     selection_default={"selection": {"rows": st.session_state["runs-initial-selection"],
                                      "columns": []}},
     column_config=people.runs_columns(table),

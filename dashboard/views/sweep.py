@@ -69,7 +69,7 @@ rc = tables.recompiles_table(d["recompiles"])
 if rc.empty:
     st.caption("No recompiles recorded.")
 else:
-    st.dataframe(safe.frame(rc), hide_index=True, key="sweep-recompiles")
+    st.dataframe(safe.frame(rc), hide_index=True, placeholder=tables.DASH, key="sweep-recompiles")
 st.download_button("Download sweep points as CSV", safe.csv(points),
                    file_name="compilelab-sweep.csv", mime="text/csv", key="sweep-csv",
                    on_click="ignore")
