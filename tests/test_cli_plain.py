@@ -65,3 +65,44 @@ def test_cancel_says_what_it_did(tmp_path, capsys):
     assert said[queued] == f"run {queued}: cancelled"
     assert said[running].startswith(f"run {running}: running (cancel requested")
     assert said[done] == f"run {done}: done (already finished: nothing to cancel)"
+
+
+def test_the_run_heading_writes_dims_as_show_does():
+    from engine.cli.run import run_heading
+
+    spec = {"model": "mlp", "dims": {"batch": 32, "hidden": 1024}, "dtype": "float16",
+            "device": "cpu", "variants": ["eager", "default"]}
+    assert run_heading(38, spec) == \
+        "run 38: mlp (batch=32, hidden=1024) float16 on cpu: eager, default"
+
+
+def test_gate_says_a_ratio_below_one_in_words(tmp_path, capsys):
+    """Two shipped MLP runs (every mode slower than eager): the gate's Markdown read
+    'geomean speedup 0.593x → 0.555x' and 'memory compression ratio 0.409x', numbers a meeting
+    took for a speedup and a saving."""
+    from pathlib import Path
+
+    from storage import import_bundle
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    db = open_database(url)
+    try:
+        bundle = Path(__file__).resolve().parents[1] / "data" / "h200_bundle.json"
+        ids = import_bundle(db, bundle.read_text())
+    finally:
+        db.dispose()
+    assert main(["gate", "--baseline", str(ids[5]), "--candidate", str(ids[4]),
+                 "--db", url]) == 0
+    out = capsys.readouterr().out
+    assert "| default | 100% → 100% | 0.593x (slower) → 0.555x (slower) |" in out
+    assert "0.409x (uses more memory) → 0.409x (uses more memory) |" in out
+    assert "| memory, eager ÷ compiled |" in out
+    assert "compression" not in out and "not statistically established" not in out
+
+
+def test_help_texts_carry_no_source_markup(capsys):
+    for argv in (["gate", "--help"], ["recommend", "--help"]):
+        assert _exit(argv) == 0
+        out = capsys.readouterr().out
+        assert "``" not in out
+    assert "a finished run's id" in out  # recommend's RUN is explained

@@ -16,6 +16,12 @@ from typing import Any
 from engine.analysis.gate import TEST_NAME, Change, GateReport
 from engine.analysis.verdict import md_escape
 
+# A ratio below 1 said in words, as on the dashboard's Review page: a geomean speedup of
+# 0.555x read as a speedup, a memory ratio of 0.409x as a saving.
+BELOW_ONE = {"speedup": "slower", "geomean speedup": "slower", "memory ratio": "uses more memory"}
+# The figures' names as a meeting reads them ("memory ratio" stays the JSON's name).
+FIGURE_WORDS = {"memory ratio": "memory, eager ÷ compiled"}
+
 
 def _fmt(value: Any, figure: str = "") -> str:
     if value is None:
@@ -24,8 +30,8 @@ def _fmt(value: Any, figure: str = "") -> str:
         return md_escape(str(value))
     if not math.isfinite(value):
         return "-"
-    if figure in ("speedup", "memory ratio", "geomean speedup"):
-        return f"{value:.3g}x"
+    if figure in BELOW_ONE:
+        return f"{value:.3g}x" + (f" ({BELOW_ONE[figure]})" if value < 1 else "")
     if figure == "pass rate":
         return f"{value:.0%}"
     if figure.endswith(" s"):
@@ -56,7 +62,8 @@ _HEADER = ("| config | variant | figure | baseline | candidate | change | 95% in
 
 def _row(c: Change) -> str:
     runs = f"{c.baseline_run or '-'} → {c.candidate_run or '-'}"
-    return (f"| {md_escape(c.config)} | {md_escape(c.variant)} | {c.figure} | "
+    return (f"| {md_escape(c.config)} | {md_escape(c.variant)} | "
+            f"{FIGURE_WORDS.get(c.figure, c.figure)} | "
             f"{_fmt(c.baseline, c.figure)} | {_fmt(c.candidate, c.figure)} | {_ratio(c)} | "
             f"{_interval(c)} | {_p(c)} | {runs} | {md_escape(c.note) if c.note else ''} |")
 
@@ -87,7 +94,7 @@ def to_markdown(report: GateReport, *, show_all: bool = False) -> str:
               f"repeatable to the byte, threshold only) and beyond a "
               f"threshold: speedup below {thr.speedup:g}x of baseline, compile time above "
               f"{thr.compile_time:g}x (and over {thr.compile_floor_s:g} s longer), memory "
-              f"compression ratio below {thr.memory:g}x, pass rate below {thr.pass_rate:g}x; a "
+              f"(eager peak ÷ compiled peak) below {thr.memory:g}x of baseline, pass rate below {thr.pass_rate:g}x; a "
               f"variant that stops passing always is.", ""]
     if regs:
         lines += ["#### Regressions (biggest first)", "", *_table(regs), ""]
@@ -96,13 +103,13 @@ def to_markdown(report: GateReport, *, show_all: bool = False) -> str:
     noted = [c for c in report.changes if c.verdict == "not significant"
              or (c.verdict == "untested" and c.ratio is not None and c.ratio != 1)]
     if noted:
-        lines += ["#### Beyond the threshold but not statistically established (not failed)",
+        lines += ["#### Beyond the threshold but within noise or untested (not failed)",
                   "", *_table(noted), ""]
     if show_all:
         lines += ["#### Everything compared", "", *_table(report.changes), ""]
     if report.modes:
         lines += ["#### Headline figures per mode (baseline → candidate)", "",
-                  "| mode | pass rate | geomean speedup | mean compile s | memory ratio |",
+                  "| mode | pass rate | geomean speedup | mean compile s | memory, eager ÷ compiled |",
                   "|---|---|---|---|---|"]
         for m in report.modes:
             b, c = m["baseline"] or {}, m["candidate"]

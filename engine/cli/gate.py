@@ -52,7 +52,9 @@ def parse_ref(text: str) -> Ref:
 
 def add_gate_parser(sub: Any) -> argparse.ArgumentParser:
     g = sub.add_parser("gate", help="exit 1 when the candidate regressed against the baseline",
-                       description=__doc__.split("\n\n")[1] if __doc__ else None)
+                       # the docstring's reST quotes (``12``) are noise in a terminal
+                       description=__doc__.split("\n\n")[1].replace("``", "")
+                       if __doc__ else None)
     g.add_argument("--baseline", default=None, help="RUN or TAG (default: pinned baselines)")
     g.add_argument("--candidate", required=True, help="RUN or TAG")
     d = Thresholds()

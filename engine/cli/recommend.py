@@ -38,7 +38,8 @@ def _mib(text: str) -> float:
 def add_recommend_parser(sub: Any, run_id_type: Any) -> argparse.ArgumentParser:
     p = sub.add_parser("recommend", help="which config to ship for N calls per process: least "
                        "compile + N x per-call time among correct configs within a memory budget")
-    p.add_argument("run_id", type=run_id_type, metavar="RUN")
+    p.add_argument("run_id", type=run_id_type, metavar="RUN",
+                   help="a finished run's id; its variants (and grid configs) are the choices")
     p.add_argument("--calls", type=_calls, required=True, metavar="N",
                    help="calls one process serves before it restarts (1000, 1e6, ...)")
     p.add_argument("--warm-cache", action="store_true",

@@ -197,8 +197,7 @@ def execute_here(db: Any, run_id: int, spec: dict[str, Any]) -> str:
     worker_id = queue.worker_identity("cli")
     if not queue.claim_run(db, run_id, worker_id):
         raise UsageError(f"run {run_id} was taken by a worker; see python -m engine show {run_id}")
-    print(f"run {run_id}: {spec['model']} {spec['dims']} {spec['dtype']} on {spec['device']}: "
-          f"{', '.join(spec['variants'])}", file=sys.stderr)
+    print(run_heading(run_id, spec), file=sys.stderr)
     bar = ProgressLine()
     caught: list[int] = []
 
@@ -278,6 +277,14 @@ def process_age_s() -> float | None:
         return max(uptime - start_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
     except (OSError, ValueError, IndexError):
         return None
+
+
+def run_heading(run_id: int, spec: dict[str, Any]) -> str:
+    """``run 7: mlp (batch=32, hidden=1024) float32 on cpu: eager, default``, the dims as show
+    writes them (it printed the spec's dict: ``{'batch': 32, 'hidden': 1024}``)."""
+    dims = ", ".join(f"{k}={v}" for k, v in (spec.get("dims") or {}).items())
+    return (f"run {run_id}: {spec['model']} ({dims}) {spec['dtype']} on {spec['device']}: "
+            f"{', '.join(spec['variants'])}")
 
 
 def _before_the_run(marks: list[tuple[str, float | None]]) -> str:
