@@ -12,7 +12,8 @@ import re
 # term -> what it means, in the words a page uses it with
 TERMS: dict[str, str] = {
     "eager": "PyTorch running the model op by op, as written: the baseline every compiled "
-             "variant is measured against. A run has one eager figure, the same on every row.",
+             "variant is measured against. A run has one eager figure, the same on every row "
+             "(a run measured before Compile Lab did so keeps one per variant, and says so).",
     "compile variant": "One way of running torch.compile: a mode (default, reduce-overhead, "
                        "max-autotune, max-autotune-no-cudagraphs), possibly with options "
                        "(a grid variant's name says them, e.g. default@dyn=1).",
@@ -43,6 +44,10 @@ TERMS: dict[str, str] = {
                         "differ.",
     "processes disagree": "The variant's measuring processes give speedups further apart than "
                           "their own noise explains; the interval includes that spread.",
+    "eager per variant": "A run measured before Compile Lab timed one eager per run: each "
+                         "compiled variant is compared with the eager timed in its own "
+                         "processes, so eager reads differently on different rows. Each "
+                         "speedup is still its own row's eager ÷ its median.",
     "provisional": "The run is still measuring: more processes may come and the figures can "
                    "still move. Final once the run ends.",
     "launch-bound": "The device waits for the CPU to launch kernels, so a call's time follows "

@@ -1,7 +1,7 @@
 """What each run's verdict needs to say whether it trusts its own figures, for a list of runs.
 
 The Runs page flags a run whose verdict cautions about its figures (noisy, busy host, host speed
-moved, processes disagree, provisional: ``engine.analysis.verdict.distrust``).  Those cautions
+moved, processes disagree, provisional, eager per variant: ``engine.analysis.verdict.distrust``).  Those cautions
 read a few values per variant, but most of them sit in the result's ``extra`` JSON, which holds
 every sample (tens of KB per variant): reading it whole for a 2 000-run history would take
 seconds.  So the database extracts the few values itself: scalars through SQLAlchemy's JSON
@@ -42,12 +42,12 @@ _PROBES = {
 
 def trust_rows(db: Database, run_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
     """Per run id, its variants as the verdict's cautions read them: ``variant``, ``status``,
-    ``noisy``, ``host_other_busy_cores``, ``processes_disagree``, ``provisional`` and
-    ``processes`` (each with only its ``host_probe``).  Runs without results are absent."""
+    ``noisy``, ``host_other_busy_cores``, ``processes_disagree``, ``provisional``,
+    ``median_ms``, ``eager_median_ms`` and ``processes`` (each with only its ``host_probe``).  Runs without results are absent."""
     extra = VariantResult.extra
     columns = (
         VariantResult.id, VariantResult.run_id, VariantResult.variant, VariantResult.status,
-        VariantResult.noisy,
+        VariantResult.noisy, VariantResult.median_ms, VariantResult.eager_median_ms,
         extra["host_other_busy_cores"].as_float().label("busy"),
         extra[("stats", "processes_disagree")].as_boolean().label("disagree"),
         extra[("stats", "provisional")].as_boolean().label("provisional"),
@@ -62,7 +62,8 @@ def trust_rows(db: Database, run_ids: Iterable[int]) -> dict[int, list[dict[str,
             for r in session.execute(query):
                 row = {"variant": r.variant, "status": r.status, "noisy": r.noisy,
                        "host_other_busy_cores": r.busy, "processes_disagree": r.disagree,
-                       "provisional": r.provisional, "processes": []}
+                       "provisional": r.provisional, "median_ms": r.median_ms,
+                       "eager_median_ms": r.eager_median_ms, "processes": []}
                 rows[r.id] = row
                 out[r.run_id].append(row)
             for result_id, call_us in session.execute(probes, {"ids": ids}):

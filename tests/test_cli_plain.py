@@ -106,3 +106,33 @@ def test_help_texts_carry_no_source_markup(capsys):
         out = capsys.readouterr().out
         assert "``" not in out
     assert "a finished run's id" in out  # recommend's RUN is explained
+
+
+@pytest.mark.slow
+def test_a_reader_that_goes_away_does_not_fail_the_run(tmp_path):
+    """``run ... 2>&1 | head -1``: the progress lines meet a closed pipe; the run is measured
+    and stored done all the same (a broken pipe failed it as an engine error)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "engine", "run", "--model", "mlp", "--dim", "batch=4",
+           "--dim", "hidden=32", "--device", "cpu", "--variants", "eager,default",
+           "--backend", "aot_eager", "--processes", "2", "--max-processes", "2",
+           "--min-samples", "5", "--min-time", "0", "--max-time", "0.2", "--db", url]
+    reader, writer = os.pipe()
+    proc = subprocess.Popen(cmd, cwd=root, stdout=writer, stderr=writer,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    os.close(writer)
+    with os.fdopen(reader, "rb") as pipe:
+        pipe.readline()  # the first line, then the reader goes away, as head does
+    proc.wait(timeout=240)
+    db = open_database(url)
+    try:
+        run = queries.list_runs(db).iloc[0]
+        assert run["status"] == "done", run.get("error")
+    finally:
+        db.dispose()

@@ -27,4 +27,5 @@ def test_the_flags_are_the_verdicts_cautions_and_storage_reads_them_whole(db):
         for word in expected:
             assert {"noisy": "noisy", "busy host": "cpu cores busy", "host speed moved":
                     "speed changed", "processes disagree": "disagree",
-                    "provisional": "provisional"}[word] in said, (name, word)
+                    "provisional": "provisional",
+                    "eager per variant": "eager differs between rows"}[word] in said, (name, word)

@@ -121,7 +121,7 @@ event = st.dataframe(
     column_config=people.runs_columns(table),
 )
 st.caption(glossary.terms_line(["speedup", "noisy", "busy host", "host speed moved",
-                                "processes disagree", "provisional"]))
+                                "processes disagree", "provisional", "eager per variant"]))
 st.download_button("Download this table as CSV", safe.csv(table), file_name="compilelab-runs.csv",
                    mime="text/csv", icon=":material/download:", key="runs-csv",
                    on_click="ignore", help="Formula-like cells neutralised for spreadsheets.")

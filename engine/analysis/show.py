@@ -12,7 +12,7 @@ from typing import Any
 from contract.text import terminal_text
 from engine.analysis import decode_report, forensics_report, train_report
 from engine.analysis.pareto import peak_bytes, peak_kind
-from engine.analysis.verdict import decide
+from engine.analysis.verdict import decide, eager_per_row
 from engine.measure.hostload import BUSY_HOST_CORES
 from engine.measure.pipeline_k import describe as describe_k
 
@@ -197,7 +197,8 @@ def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
         timer = next((r.get("timer") for r in rows if r.get("timer")), "?")
         table = table_lines(rows, width)
         lines += [*table, ""]
-        rest: list[str] = method_lines(timer, _pipeline_k(run, rows))
+        rest: list[str] = method_lines(timer, _pipeline_k(run, rows),
+                                       one_eager=eager_per_row(rows) is None)
         rest += process_lines(rows)
         for r in rows:
             busy = r.get("host_other_busy_cores")
@@ -227,13 +228,19 @@ def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
     return "\n".join(lines)
 
 
-def method_lines(timer: str, k: str) -> list[str]:
-    """How the table's figures were formed, said once (docs/METHOD.md)."""
+def method_lines(timer: str, k: str, one_eager: bool = True) -> list[str]:
+    """How the table's figures were formed, said once (docs/METHOD.md).  ``one_eager`` False:
+    a run measured before one eager per run (``verdict.eager_per_row``), whose rows each keep
+    the eager of their own processes."""
+    eager = ("eager: one figure for the run, the geometric mean of every measuring process's "
+             "eager median (eager's own and each compiled variant's paired rounds); a compiled "
+             "variant: that eager / its speedup." if one_eager else
+             "eager ms: the eager each row is compared with; this run was measured before one "
+             "eager per run, so it differs between rows (each compiled variant's from its own "
+             "processes).")
     return [
-        f"  median ms/call: steady-state per-call time ({timer}, synchronised). eager: one "
-        "figure for the run, the geometric mean of every measuring process's eager median "
-        "(eager's own and each compiled variant's paired rounds); a compiled variant: that "
-        "eager / its speedup. So speedup = eager ms / median ms on every row.",
+        f"  median ms/call: steady-state per-call time ({timer}, synchronised). {eager} So "
+        "speedup = eager ms / median ms on every row.",
         f"  pipelined: {k} calls back to back, one sync, / K, formed the same way.",
         "  speedup: eager / compiled in each process's paired rounds, geometric mean over "
         "processes; 95% interval: t over the per-process log speedups, with a variance shared "

@@ -154,6 +154,38 @@ def host_speed_caution(rows: Iterable[Row]) -> str | None:
             "another time) can read differently.")
 
 
+ONE_EAGER_TOLERANCE = 0.01  # rows' eager figures this close are one figure (rounding)
+
+
+def eager_per_row(rows: Iterable[Row]) -> dict[str, float] | None:
+    """Each row's eager (eager's own median, each compiled row's ``eager_median_ms``) when they
+    differ: a run measured before one eager per run, where every compiled variant kept the
+    eager timed in its own processes.  None when the run has one eager figure."""
+    figures = {str(r["variant"]): float(r["median_ms" if r["variant"] == "eager"
+                                         else "eager_median_ms"])
+               for r in rows if r.get("status", "ok") == "ok"
+               and _v(r, "median_ms" if r["variant"] == "eager" else "eager_median_ms")}
+    values = list(figures.values())
+    if len(values) < 2 or max(values) <= (1 + ONE_EAGER_TOLERANCE) * min(values):
+        return None
+    return figures
+
+
+def eager_per_row_caution(rows: Iterable[Row]) -> str | None:
+    """Say so where a run's rows compare against different eagers (see ``eager_per_row``)."""
+    figures = eager_per_row(rows)
+    if figures is None:
+        return None
+    alone = figures.pop("eager", None)
+    listed = ([f"timed alone {fmt.ms(alone)}"] if alone is not None else []) + [
+        f"beside {name} {fmt.ms(ms)}" for name, ms in figures.items()]
+    return ("Eager differs between rows: this run was measured before Compile Lab timed one "
+            "eager per run, so each compiled variant is compared with the eager timed in its "
+            f"own processes (eager {', '.join(listed)}). Each speedup is its own row's eager ÷ "
+            "its median; figures of different rows, and the eager bar in the charts, do not "
+            "divide into it. Re-run to compare every variant with one eager.")
+
+
 def disagreement_cause(row: Row) -> str:
     """The likeliest reason a variant's processes disagree, from what was measured."""
     busy = _v(row, "host_other_busy_cores")
@@ -186,6 +218,9 @@ def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
     speed = host_speed_caution(ok)
     if speed:
         out.append(speed[0].upper() + speed[1:])
+    several = eager_per_row_caution(ok)
+    if several:
+        out.append(several)
     for r in compiled:
         host = compile_host_caution(r)
         if host:
@@ -211,15 +246,17 @@ def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
 
 
 # The cautions about a run's own figures, in a word each (the Runs page's flags).
-NOISY, BUSY_HOST, HOST_SPEED, DISAGREE, PROVISIONAL = (
-    "noisy", "busy host", "host speed moved", "processes disagree", "provisional")
+NOISY, BUSY_HOST, HOST_SPEED, DISAGREE, PROVISIONAL, EAGER_PER_ROW = (
+    "noisy", "busy host", "host speed moved", "processes disagree", "provisional",
+    "eager per variant")
 
 
 def distrust(rows: Iterable[Row]) -> list[str]:
     """The cautions ``decide`` gives about the run's own figures, a word each, by the same
-    tests: provisional, noisy, busy host, host speed moved, processes disagree.  Reads only
-    ``variant``, ``status``, ``noisy``, ``host_other_busy_cores``, ``processes`` (their host
-    probes), ``processes_disagree`` and ``provisional`` (storage/trust.py reads just those)."""
+    tests: provisional, noisy, busy host, host speed moved, processes disagree, eager per
+    variant.  Reads only ``variant``, ``status``, ``noisy``, ``host_other_busy_cores``,
+    ``processes`` (their host probes), ``processes_disagree``, ``provisional``, ``median_ms``
+    and ``eager_median_ms`` (storage/trust.py reads just those)."""
     rows = list(rows)
     out = [PROVISIONAL] if provisional_note(rows) else []
     ok = [r for r in rows if r.get("status", "ok") == "ok"]
@@ -229,7 +266,8 @@ def distrust(rows: Iterable[Row]) -> list[str]:
     checks = ((NOISY, any(_true(r.get("noisy")) for r in ok)),
               (BUSY_HOST, busy_host_warning(ok) is not None),
               (HOST_SPEED, host_speed_caution(ok) is not None),
-              (DISAGREE, any(_true(r.get("processes_disagree")) for r in compiled)))
+              (DISAGREE, any(_true(r.get("processes_disagree")) for r in compiled)),
+              (EAGER_PER_ROW, eager_per_row(ok) is not None))
     return out + [word for word, said in checks if said]
 
 

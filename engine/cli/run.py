@@ -165,25 +165,41 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 class ProgressLine:
     """A live progress bar on stderr: rewritten in place on a terminal, one line per phase
-    change otherwise (logs, CI)."""
+    change otherwise (logs, CI).  Once stderr's reader is gone (``run ... 2>&1 | head``) it
+    stays silent: what is shown must never end what is measured (a broken pipe failed the
+    run as an engine error)."""
 
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.last: tuple[str, str] | None = None
+        self.gone = False
+
+    def write(self, text: str) -> None:
+        if self.gone:
+            return
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (BrokenPipeError, ValueError):  # ValueError: stderr closed
+            self.gone = True
 
     def __call__(self, variant: str, phase: str, fraction: float) -> None:
         if self.tty:
             filled = int(30 * fraction)
-            sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:5.1%} "
-                             f"{variant:>26s}: {phase:<40s}")
-            sys.stderr.flush()
+            self.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:5.1%} "
+                       f"{variant:>26s}: {phase:<40s}")
         elif (variant, phase.split(" · ")[0]) != self.last:  # a log line per phase, not per ETA
-            print(f"  {fraction:5.1%}  {variant}: {phase}", file=sys.stderr, flush=True)
+            self.write(f"  {fraction:5.1%}  {variant}: {phase}\n")
         self.last = (variant, phase.split(" · ")[0])
+
+    def say(self, line: str) -> None:
+        """A log line of the run, below the bar."""
+        self.close()
+        self.write(line + "\n")
 
     def close(self) -> None:
         if self.tty:
-            sys.stderr.write("\n")
+            self.write("\n")
 
 
 def execute_here(db: Any, run_id: int, spec: dict[str, Any]) -> str:
@@ -197,8 +213,8 @@ def execute_here(db: Any, run_id: int, spec: dict[str, Any]) -> str:
     worker_id = queue.worker_identity("cli")
     if not queue.claim_run(db, run_id, worker_id):
         raise UsageError(f"run {run_id} was taken by a worker; see python -m engine show {run_id}")
-    print(run_heading(run_id, spec), file=sys.stderr)
     bar = ProgressLine()
+    bar.say(run_heading(run_id, spec))
     caught: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -213,7 +229,7 @@ def execute_here(db: Any, run_id: int, spec: dict[str, Any]) -> str:
         # cancel) and execute_run returns "interrupted": the run is finished here, as cancelled.
         status = execute_run(db, run_id, spec, worker_id, on_progress=bar,
                              stop_requested=lambda: bool(caught),
-                             log=lambda m: (bar.close(), print(m, file=sys.stderr)))
+                             log=bar.say)
     except KeyboardInterrupt:
         status = "interrupted"
         caught.append(signal.SIGINT)
@@ -231,7 +247,7 @@ def execute_here(db: Any, run_id: int, spec: dict[str, Any]) -> str:
         reason = "interrupted from the keyboard" if caught[0] == signal.SIGINT else \
             f"interrupted by {name}"
         queue.finish_run(db, run_id, "cancelled", error=reason, worker_id=worker_id)
-        print(f"run {run_id} cancelled ({reason})", file=sys.stderr)
+        bar.say(f"run {run_id} cancelled ({reason})")
         return f"cancelled:{caught[0]}"
     return status
 
