@@ -28,12 +28,21 @@ ALL_COMPARE_FIGURES = (
 )
 
 
+def _cuda_runs(runs: pd.DataFrame | None) -> set[int] | None:
+    """The runs measured on a GPU (None when the runs' devices are unknown)."""
+    if runs is None or runs.empty or "device" not in runs.columns:
+        return None
+    return {int(r) for r, d in zip(runs["run_id"], runs["device"], strict=True)
+            if str(d).startswith("cuda")}
+
+
 def compare_figures(data: dict[str, pd.DataFrame]) -> list[tuple[str, go.Figure]]:
     """All comparison figures for a ``load_runs`` result, in page order, as (key, figure)."""
     variants = data.get("variants", pd.DataFrame())
     return [
         ("warmup_cost", warmup_cost(variants)),
-        ("warmup_curve", warmup_curve(data.get("warmup"), data.get("recompiles"))),
+        ("warmup_curve", warmup_curve(data.get("warmup"), data.get("recompiles"),
+                                      _cuda_runs(data.get("runs")))),
         ("latency_distribution", latency_distribution(data.get("samples"))),
         ("speedup", speedup(variants)),
         ("break_even", break_even(variants)),

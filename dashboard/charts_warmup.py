@@ -67,13 +67,16 @@ WARMUP_CURVE_TITLE = "Warm-up curve: calls 1..N per variant (ms, log scale)"
 # More arrows with text than this pile up over a chart (a grid of eight configs did).
 MAX_CROSSING_ARROWS = 3
 WARMUP_CURVE_SUB = "call 1 compiles; reduce-overhead records CUDA graphs on call 2; ✕ = recompile"
+WARMUP_CURVE_SUB_NO_GRAPHS = "call 1 compiles; ✕ = recompile"
 
 
-def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -> go.Figure:
+def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None,
+                 cuda_runs: set[int] | None = None) -> go.Figure:
     """Latency of each warm-up call (call 1 = cold compile), one line per variant, log y.
 
-    Marks call 2 of ``reduce-overhead`` (CUDA graph recording) and the calls at which a
-    recompile happened (from ``recompiles.call_index``).
+    Marks call 2 of ``reduce-overhead`` (CUDA graph recording) on the runs in ``cuda_runs``
+    (None: every run; a CPU run records no CUDA graph, and saying so there misleads) and the
+    calls at which a recompile happened (from ``recompiles.call_index``).
     """
     x_title, y_title = "call number (1 = first call, includes compile)", "latency (ms, log scale)"
     if warmup is None or warmup.empty:
@@ -90,7 +93,8 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
     recorded: list[tuple[float, str, str]] = []  # (call 2's ms, colour, note)
     # one note per reduce-overhead line while they fit; a grid's many pile up over the lines,
     # and the subtitle already says it ("reduce-overhead records CUDA graphs on call 2")
-    ro_lines = df.loc[df["variant"].astype(str).str.contains("reduce-overhead"),
+    on_cuda = df["run_id"].isin(cuda_runs) if cuda_runs is not None else True
+    ro_lines = df.loc[df["variant"].astype(str).str.contains("reduce-overhead") & on_cuda,
                       ["run_id", "variant"]].drop_duplicates()
     annotate_ro = len(ro_lines) <= MAX_CROSSING_ARROWS
     for (run_id, variant), g in df.groupby(["run_id", "variant"], sort=False):
@@ -100,7 +104,8 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
             line={"color": variant_colour(variant), "dash": dashes.get(run_id, "solid")},
             hovertemplate="call %{x}<br>%{y:.4g} ms<extra>" + label + "</extra>",
         ))
-        if annotate_ro and "reduce-overhead" in str(variant):
+        if annotate_ro and "reduce-overhead" in str(variant) and (
+                cuda_runs is None or run_id in cuda_runs):
             call2 = g[g["call_index"] == 2]
             if not call2.empty:
                 recorded.append((float(call2["ms"].iloc[0]), variant_colour(variant),
@@ -129,7 +134,8 @@ def warmup_curve(warmup: pd.DataFrame, recompiles: pd.DataFrame | None = None) -
             ))
     _log_axis(fig, "y", df["ms"])
     fig.update_xaxes(dtick=1 if df["call_index"].max() <= 50 else None)
-    sub = (f"{downsample.note(thin, 'calls')} · " if thin.thinned else "") + WARMUP_CURVE_SUB
+    sub = (f"{downsample.note(thin, 'calls')} · " if thin.thinned else "") + (
+        WARMUP_CURVE_SUB if len(ro_lines) else WARMUP_CURVE_SUB_NO_GRAPHS)
     return _layout(fig, WARMUP_CURVE_TITLE, x_title, y_title, sub)
 
 

@@ -133,3 +133,15 @@ def test_no_autotune_decisions_says_nothing(states):
              "autotune_cache_state": states}
     assert "autotune" not in forensics_report.cache_line({"variant": "d",
                                                           "compile_cache": [entry]})
+
+
+def test_warm_processes_that_say_the_same_are_said_once_with_a_count():
+    """Three warm-cache processes without cache activity printed 'warm_cache: no cache
+    activity' three times on one line of show."""
+    warm = {"phase": "warm_cache", "counters": {}}
+    line = forensics_report.cache_line({"variant": "d", "compile_cache": [
+        {"phase": "cold", "counters": {"fxgraph_cache_miss": 2}}, warm, dict(warm), dict(warm),
+        {"phase": "warm_cache", "counters": {"fxgraph_cache_hit": 2}}]})
+    assert line.count("warm_cache: no cache activity") == 1
+    assert "warm_cache: no cache activity (×3 processes)" in line
+    assert "warm_cache: fxgraph_cache_hit=2" in line and "hit=2 (×" not in line

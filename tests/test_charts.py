@@ -335,3 +335,18 @@ def test_compile_phases_table_names_the_charts_exclusive_phases():
     assert row["of which Triton kernel compile (s)"] == pytest.approx(0.02)
     assert row["CUDA graph recording (s)"] == pytest.approx(0.01)
     assert not {"dynamo_total (s)", "backend (s)", "codegen (s)"} & set(row.index)
+
+
+def test_warmup_curve_says_nothing_of_cuda_graphs_on_a_cpu_run(bert):
+    """A CPU run's reduce-overhead records no CUDA graph: neither a note nor the subtitle
+    says it did (the GPU run beside it keeps its note)."""
+    cpu = charts_warmup.warmup_curve(bert["warmup"], None, cuda_runs=set())
+    texts = [a.text or "" for a in cpu.layout.annotations]
+    assert not any("CUDA graphs" in t for t in texts)
+    assert "CUDA graphs" not in cpu.layout.title.to_plotly_json().__repr__()
+    assert "call 2 records CUDA graphs" not in [t.name for t in cpu.data]
+    both = pd.concat([bert["warmup"], bert["warmup"].assign(run_id=99)])
+    run = int(bert["warmup"]["run_id"].iloc[0])
+    mixed = charts_warmup.warmup_curve(both, None, cuda_runs={run})
+    notes = [a.text for a in mixed.layout.annotations if "records CUDA graphs" in (a.text or "")]
+    assert len(notes) == 1 and notes[0].startswith(f"#{run} ")

@@ -55,14 +55,16 @@ def cache_line(row: dict[str, Any]) -> str | None:
     entries = row.get("compile_cache") or []
     if not entries:
         return None
-    parts = []
+    parts: dict[str, int] = {}  # each warm process said the same: once, with a count
     for c in entries:
         n = c.get("counters") or {}
         shown = [f"{k}={n[k]}" for k in SHOWN if n.get(k)]
         tuned = _autotune_words(autotune_states(c))
         shown += [tuned] if tuned else []
-        parts.append(f"{c.get('phase')}: " + (", ".join(shown) or "no cache activity"))
-    text = f"  compile cache [{row['variant']}]: " + " | ".join(parts)
+        part = f"{c.get('phase')}: " + (", ".join(shown) or "no cache activity")
+        parts[part] = parts.get(part, 0) + 1
+    text = f"  compile cache [{row['variant']}]: " + " | ".join(
+        part + (f" (×{k} processes)" if k > 1 else "") for part, k in parts.items())
     if row.get("warm_cache_missed"):
         text += f"\n  WARM CACHE MISSED [{row['variant']}]: {row.get('warm_cache_miss_reason')}"
     return text
