@@ -9,6 +9,19 @@ from __future__ import annotations
 
 import re
 
+from engine import grid
+
+
+def _grid_names() -> str:
+    """The short keys of grid variant names spelled out, from engine/grid.py's own table (a key
+    added there is explained here without a second list to keep)."""
+    keys = "; ".join(f"{key} = {option}" for option, (key, _) in grid.OPTIONS.items())
+    return (f"A grid variant is named MODE{grid.SEP}key=value,... (e.g. default{grid.SEP}dyn=none,"
+            f"cdt=1): {keys} (the torch.compile and inductor options of those names); 1 = on, 0 = off, none = "
+            f"torch.compile decides. A key left out keeps the run's own setting. "
+            f"{grid.OPT_SUFFIX} after a mode (training): the optimizer step is compiled too.")
+
+
 # term -> what it means, in the words a page uses it with
 TERMS: dict[str, str] = {
     "eager": "PyTorch running the model op by op, as written: the baseline every compiled "
@@ -79,6 +92,7 @@ TERMS: dict[str, str] = {
              "latency per value and the recompiles a new shape triggers.",
     "grid": "Several values of compile options in one run; each combination is its own "
             "variant.",
+    "grid variant names": _grid_names(),
 }
 
 

@@ -39,32 +39,78 @@ def _text(label: str, help_: str | None = None, width: str | int | None = None) 
     return st.column_config.TextColumn(label, help=help_, width=width)
 
 
-# Pixels per character of the data grid's 14 px font (wide enough for digits and capitals),
-# and the cell's padding: columns sized to their longest text are never cut off.
+# Pixels per character of the data grid's 14 px Source Sans, by class, rounded up from the
+# font's advance widths (digits and most lower case ~6.5-7, i l t f r and punctuation ~3-4.5,
+# m w and capitals wider), and the cell's padding plus the sort arrow. Seven pixels for every
+# character made the Runs table a fifth wider than its text: at 1440 px its Shape column ran
+# past the page.
 CHAR_PX, PAD_PX, MAX_PX = 7, 24, 460
+_NARROW = frozenset(" ,.:;'|!()[]·-/ijlftr")
+_WIDE = frozenset("mwMW@%#")
 
 
-def fit_width(values: Any, label: str, least: int = 56) -> int:
-    """A column width in pixels that shows ``label`` and every value whole (up to MAX_PX; a
+def text_px(text: str) -> float:
+    """About how many pixels ``text`` takes in a grid cell (never less than it does)."""
+    return sum(4.5 if c in _NARROW else 11 if c in _WIDE else 9 if c.isupper() else CHAR_PX
+               for c in text)
+
+
+def fit_width(values: Any, label: str, least: int = 56, most: int = MAX_PX) -> int:
+    """A column width in pixels that shows ``label`` and every value whole (up to ``most``; a
     longer text is cut there, with the whole of it in the CSV and on the run's page)."""
-    longest = max([len(label) + 2, *(len(str(v)) for v in values)])  # +2: the sort arrow
-    return int(min(max(least, longest * CHAR_PX + PAD_PX), MAX_PX))
+    # 30: the sort arrow and the column menu's icon, both beside the label once sorted
+    longest = max([text_px(label) + 30, *(text_px(str(v)) for v in values)])
+    return int(min(max(least, longest + PAD_PX), most))
+
+
+def speedup_text(value: float) -> str:
+    """``0.29× slower`` / ``1.32× faster``: which side of eager a speedup lies on, in words, so
+    a figure below 1 never reads as a speedup (the cell keeps the number: it sorts as one)."""
+    if not isinstance(value, int | float) or value != value:
+        return str(value)
+    shown = f"{value:.2f}×"
+    if round(value, 2) == 1:
+        return shown + " even"
+    return shown + (" slower" if value < 1 else " faster")
 
 
 RUN_LABELS = {"run_id": "Run", "model": "Model", "dims_label": "Shape", "dtype": "dtype",
               "device": "Device", "gpu": "GPU", "torch_version": "torch", "status": "Status",
-              "variants": "Variants", "best_speedup": "Best speedup (×)",
+              "variants": "Variants", "best_speedup": "Best speedup",
               "cautions": "Cautions", "created_at": "Created", "tags": "Tags", "note": "Note"}
+
+
+# The Runs grid's width at 1440 px (wide layout, sidebar open: 980 px) less its row-selection
+# column: the columns that decide a run (up to Shape) share it; the long texts give way first,
+# cut with "…" (whole on the run's page and in the CSV) rather than the table running past the
+# page with Shape cut at its edge.
+FIT_PX, FIT_UPTO, GIVE_WAY, LEAST_PX = 936, "dims_label", ("cautions", "dims_label"), 150
+
+
+def fit_page(widths: dict[str, int], order: list[str]) -> dict[str, int]:
+    """``widths`` with the ``GIVE_WAY`` columns narrowed, in proportion to what they have above
+    LEAST_PX, until the columns of ``order`` up to FIT_UPTO add up to at most FIT_PX."""
+    deciding = order[: order.index(FIT_UPTO) + 1] if FIT_UPTO in order else order
+    over = sum(widths.get(c, 0) for c in deciding) - FIT_PX
+    spare = {c: widths[c] - LEAST_PX for c in GIVE_WAY if widths.get(c, 0) > LEAST_PX}
+    if over <= 0 or not spare:
+        return widths
+    cut = min(1.0, over / sum(spare.values()))
+    return {**widths, **{c: int(widths[c] - s * cut) for c, s in spare.items()}}
 
 
 def runs_columns(table: pd.DataFrame | None = None) -> dict[str, Any]:
     """Column configs of ``tables.runs_table`` on the Runs page, each as wide as its content
-    (``table``) so that no label or value is cut off."""
+    (``table``), the deciding ones fit into the page at 1440 px (``fit_page``)."""
+    fitted: dict[str, int] = {}
+    if table is not None:
+        shown = {c: table[c].map(speedup_text) if c == "best_speedup" else table[c]
+                 for c in table.columns if c in RUN_LABELS}
+        fitted = fit_page({c: fit_width(v, RUN_LABELS[c]) for c, v in shown.items()},
+                          list(table.columns))
+
     def px(col: str) -> int | None:
-        if table is None or col not in table.columns:
-            return None
-        values = table[col].map(lambda v: f"{v:.2f}" if isinstance(v, float) else v)
-        return fit_width(values, RUN_LABELS[col])
+        return fitted.get(col)
 
     return {
         "run_id": st.column_config.NumberColumn("Run", format="#%d", width=px("run_id")),
@@ -80,9 +126,10 @@ def runs_columns(table: pd.DataFrame | None = None) -> dict[str, Any]:
         "variants": _text("Variants", "eager and the compile modes the run measures",
                           px("variants")),
         "best_speedup": st.column_config.NumberColumn(
-            "Best speedup (×)", width=px("best_speedup"),
-            help="Best compile variant: eager median ÷ variant median (below 1.00 = compiled "
-                 f"slower than eager); {DASH}: no compiled variant finished. Read it with the "
+            "Best speedup", width=px("best_speedup"),
+            help="Best compile variant: eager median ÷ variant median, × eager's speed "
+                 "(0.50× slower: takes twice as long as eager; 2.00× faster: half as long); "
+                 f"{DASH}: no compiled variant finished. Sorts by the number. Read it with the "
                  "Cautions beside it."),
         "cautions": _text(
             "Cautions", "What the run's own verdict says about its figures: noisy (IQR over "
@@ -152,7 +199,9 @@ def variants_headline(vt: pd.DataFrame) -> tuple[Any, dict[str, Any]]:
     """(styled frame, column configs) of the headline variant figures: a dozen columns a
     meeting can read, instead of the 38 of the CSV."""
     cols = [c for c in VARIANT_HEADLINE if c in vt.columns]
-    return styled(vt[cols], {c: VARIANT_HEADLINE[c][1] for c in cols}), {
+    formats: dict[str, Any] = {c: VARIANT_HEADLINE[c][1] for c in cols}
+    formats["speedup_x"] = speedup_text  # '0.29× slower': the side of eager in words
+    return styled(vt[cols], formats), {
         c: st.column_config.Column(VARIANT_HEADLINE[c][0], help=VARIANT_HEADLINE[c][2])
         for c in cols}
 
@@ -165,7 +214,7 @@ def human(name: str) -> str:
     return name.replace("_", " ")
 
 
-def styled(df: pd.DataFrame, formats: dict[str, str] | None = None) -> Any:
+def styled(df: pd.DataFrame, formats: dict[str, Any] | None = None) -> Any:
     """``df`` (text neutralised, ``safe.frame``) as a Styler: numbers formatted, every missing
     cell a dash. The values stay numbers, so sorting a column still sorts numerically."""
     frame = safe.frame(df)

@@ -172,7 +172,7 @@ def cudagraph_skips_table(variants: pd.DataFrame) -> pd.DataFrame:
 # 1024-1440 px the grid shows about eight columns before it scrolls sideways.
 # What decides a run first (its speedup and whether its own verdict trusts it), then where and
 # when it ran; the table scrolls sideways to the rest.
-RUN_COLUMNS = ["run_id", "model", "status", "best_speedup", "cautions", "gpu", "dims_label",
+RUN_COLUMNS = ["run_id", "model", "status", "best_speedup", "cautions", "dims_label", "gpu",
                "dtype", "created_at", "variants", "device", "torch_version", "tags", "note"]
 CAUTION_SEP = " · "
 DASH = "–"

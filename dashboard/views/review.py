@@ -91,7 +91,8 @@ st.caption("Each config's first run in the window → its latest: pass rate (ok 
            "asked for), geomean speedup (below 1.00× compiled is slower), mean cold compile "
            "time, memory, eager ÷ compiled (below 1.00× compiling uses more memory). "
            + glossary.terms_line(["pass rate", "geomean speedup", "memory, eager ÷ compiled",
-                                  "within noise", "regressed / improved"]))
+                                  "within noise", "regressed / improved",
+                                  "grid variant names"]))
 st.dataframe(safe.frame(review_tables.headline_table(review)), hide_index=True, placeholder=DASH,
              key="review-headline")
 

@@ -113,7 +113,7 @@ if "runs-initial-selection" not in st.session_state:
     st.session_state["runs-initial-selection"] = [
         i for i, rid in enumerate(table["run_id"]) if int(rid) in linked]
 event = st.dataframe(
-    people.flag_distrusted(people.styled(table, {"best_speedup": "{:.2f}"}), table),
+    people.flag_distrusted(people.styled(table, {"best_speedup": people.speedup_text}), table),
     key="runs-table", on_select="rerun",
     selection_mode="multi-row", hide_index=True, placeholder=tables.DASH,
     selection_default={"selection": {"rows": st.session_state["runs-initial-selection"],

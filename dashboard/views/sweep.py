@@ -9,7 +9,8 @@ from dashboard import charts_sweep, data, glossary, mixing, safe, tables, widget
 st.title("Sweep")
 st.caption("Runs over several values of one dim. A ✕ marks a value at which the compiled model "
            "recompiled; its first call there pays a compile again. "
-           + glossary.terms_line(["sweep", "recompile", "cold compile", "speedup"]))
+           + glossary.terms_line(["sweep", "recompile", "cold compile", "speedup",
+                                "grid variant names"]))
 
 try:
     recent = data.list_runs(limit=500)
