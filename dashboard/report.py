@@ -19,14 +19,15 @@ from __future__ import annotations
 import datetime as dt
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
 from dashboard import charts_forensics, mixing, tables
-from dashboard.people import VARIANT_HEADLINE, human
+from dashboard.people import VARIANT_HEADLINE, human, speedup_text
 from dashboard.report_baseline import baseline_html
 from dashboard.verdict import Verdict
 from engine.analysis.review import BaselineCheck
@@ -80,15 +81,16 @@ def document_head(title: str, generated_at: dt.datetime, permalink: str | None) 
     ]
 
 
-def _cell(value, fmt: str = "{:.4g}") -> str:
-    """A table cell: numbers right-aligned and formatted, missing values a dash."""
+def _cell(value, fmt: str | Callable[[Any], str] = "{:.4g}") -> str:
+    """A table cell: numbers right-aligned and formatted (a format string, or a function such
+    as ``speedup_text``), missing values a dash."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return f"<td class='n' title='not measured or not applicable'>{DASH}</td>"
     if isinstance(value, bool):
         return f"<td>{'yes' if value else 'no'}</td>"
     if isinstance(value, int | float):
         try:
-            return f"<td class='n'>{_e(fmt.format(value))}</td>"
+            return f"<td class='n'>{_e(fmt(value) if callable(fmt) else fmt.format(value))}</td>"
         except (ValueError, TypeError):
             pass
     return f"<td>{_e(value)}</td>"
@@ -116,7 +118,11 @@ def _figures_by_variant(vt: pd.DataFrame, figures: list[str]) -> str:
         label = VARIANT_HEADLINE.get(f, (human(f),))[0]
         fmt = VARIANT_HEADLINE.get(f, ("", "{:.4g}"))[1]
         fmt = "{:.4g}" if fmt in ("{}", "#{:.0f}") else fmt
-        rows.append(f"<tr><th>{_e(label)}</th>" + "".join(_cell(v, fmt) for v in vt[f]) + "</tr>")
+        if f == "speedup_x":  # '0.29× slower', as the page's Variants table says it
+            fmt = speedup_text
+        cells = ["<td>baseline</td>" if f == "speedup_x" and name == "eager" else _cell(v, fmt)
+                 for name, v in zip(names, vt[f], strict=True)]
+        rows.append(f"<tr><th>{_e(label)}</th>" + "".join(cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>" if rows else ""
 
 

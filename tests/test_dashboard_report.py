@@ -70,3 +70,13 @@ def test_value_axis_goes_log_when_values_span_decades():
     assert report.log_where_spanning(narrow).layout.yaxis.type != "log"
     with_zero = go.Figure(go.Bar(x=["a", "b"], y=[0.0, 100.0]))
     assert report.log_where_spanning(with_zero).layout.yaxis.type != "log"
+
+
+def test_report_says_which_side_of_eager_a_speedup_is():
+    """The report's speedup row reads as the page's Variants table: '1.88× faster', and eager
+    is the baseline (it showed bare 1.88 and 1)."""
+    import re
+
+    row = re.search(r"<tr><th>Speedup[^<]*</th>(.*?)</tr>", _report()).group(1)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+    assert cells[0] == "baseline" and cells[1].endswith("× faster"), cells
