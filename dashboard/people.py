@@ -201,7 +201,12 @@ def variants_headline(vt: pd.DataFrame) -> tuple[Any, dict[str, Any]]:
     cols = [c for c in VARIANT_HEADLINE if c in vt.columns]
     formats: dict[str, Any] = {c: VARIANT_HEADLINE[c][1] for c in cols}
     formats["speedup_x"] = speedup_text  # '0.29× slower': the side of eager in words
-    return styled(vt[cols], formats), {
+    style = styled(vt[cols], formats)
+    if "speedup_x" in cols and "variant" in vt.columns:
+        # eager against itself is the baseline, not "1.00× even"
+        eager = [i for i, v in zip(vt.index, vt["variant"], strict=True) if v == "eager"]
+        style = style.format(lambda _v: "baseline", subset=pd.IndexSlice[eager, ["speedup_x"]])
+    return style, {
         c: st.column_config.Column(VARIANT_HEADLINE[c][0], help=VARIANT_HEADLINE[c][2])
         for c in cols}
 

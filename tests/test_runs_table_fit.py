@@ -35,6 +35,8 @@ def test_the_variants_table_says_slower_in_words(db):
     html = styler.to_html()
     assert "× slower" in html and "× faster" in html
     assert styler.data["speedup_x"].dtype.kind == "f"
+    # eager against itself is the baseline: one per run, none reads "1.00× even"
+    assert html.count(">baseline<") == len(ids)
 
 
 def test_the_deciding_run_columns_fit_the_page_at_1440_px(db):
