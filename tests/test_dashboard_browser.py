@@ -12,6 +12,7 @@ Screenshots of each step go to ``$COMPILELAB_SCREENSHOTS`` when set, else to pyt
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,6 +47,27 @@ _free_port = free_port  # the name the other browser tests import
 def _kill_and_read(proc: subprocess.Popen) -> str:
     proc.kill()
     return proc.stdout.read().decode(errors="replace")
+
+
+@contextlib.contextmanager
+def serving(env: dict[str, str]) -> Iterator[str]:
+    """The dashboard on a free port with ``env``, healthy before its base URL is yielded,
+    stopped after (each browser test's server)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
+         "--server.headless", "true", "--server.port", str(port),
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        try:
+            wait_healthy(base, proc, output=lambda: _kill_and_read(proc))
+        except NotHealthy as e:
+            pytest.fail(str(e))
+        yield base
+    finally:
+        _stop(proc)
 
 
 def _stop(proc: subprocess.Popen, group: bool = False) -> None:
@@ -97,21 +120,10 @@ def server(tmp_path_factory):
         [sys.executable, "-m", "engine", "worker", "--db", url, "--poll", "0.2"],
         cwd=ROOT, env=env, stdout=worker_log, stderr=subprocess.STDOUT,
         start_new_session=True)
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
-         "--server.headless", "true", "--server.port", str(port),
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
     try:
-        try:
-            wait_healthy(base, proc, output=lambda: _kill_and_read(proc))
-        except NotHealthy as e:
-            pytest.fail(str(e))
-        yield base, ids, url
+        with serving(env) as base:
+            yield base, ids, url
     finally:
-        _stop(proc)
         _stop(worker, group=True)
         worker_log.close()
         if os.environ.get("COMPILELAB_SCREENSHOTS"):  # keep the worker's log beside them

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,15 +16,11 @@ from test_dashboard_browser import (
     CHROMIUM_ARGS,
     PLOTS,
     WAIT_MS,
-    _free_port,
-    _kill_and_read,
     _no_exceptions,
     _settled,
-    _stop,
+    serving,
 )
 from test_dashboard_data import ENVIRONMENT, mlp_results, spec
-
-from acceptance.dashboard_health import NotHealthy, wait_healthy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,21 +46,8 @@ def today_only(tmp_path_factory):
     env = {**os.environ, "COMPILELAB_DB": url, "PYTHONPATH": str(ROOT),
            "COMPILELAB_STATE_DIR": str(tmp / "state")}
     env.pop("COMPILELAB_PLUGIN_DIR", None)
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
-         "--server.headless", "true", "--server.port", str(port),
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        try:
-            wait_healthy(base, proc, output=lambda: _kill_and_read(proc))
-        except NotHealthy as e:
-            pytest.fail(str(e))
+    with serving(env) as base:
         yield base
-    finally:
-        _stop(proc)
 
 
 def test_import_the_shipped_bundle_then_open_the_imported_runs(today_only):

@@ -67,9 +67,9 @@ def test_adaptive_processes_add_to_what_is_left():
     assert eta.seconds_left(plan) == pytest.approx(2 + 4 / 3 + 2)  # the cold one's timing
 
 
-def test_the_bar_never_goes_back_when_the_estimate_grows():
-    """A compile that runs far past its estimate makes the estimate grow; the fraction holds
-    until time catches up instead of going back (the CLI's bar went back 4-7 times a run)."""
+def _default_compiling() -> tuple[Clock, list[Job], Eta]:
+    """eager and default prepared together, eager timed (1 s), default's compile just begun
+    (at 2 s): the clock, the plan and the estimate."""
     c = Clock()
     plan = [Job("eager", 0), Job("default", 0)]
     eta = Eta(concurrency=2, compile_slots=1, clock=c)
@@ -77,6 +77,13 @@ def test_the_bar_never_goes_back_when_the_estimate_grows():
     step(eta, c, plan, 1.0, eager_0="time_wait", default_0="compile_wait")
     step(eta, c, plan, 1.0, eager_0="timing")
     step(eta, c, plan, 2.0, eager_0="done", default_0="compiling")
+    return c, plan, eta
+
+
+def test_the_bar_never_goes_back_when_the_estimate_grows():
+    """A compile that runs far past its estimate makes the estimate grow; the fraction holds
+    until time catches up instead of going back (the CLI's bar went back 4-7 times a run)."""
+    c, plan, eta = _default_compiling()
     shown, lefts = [], []
     for t in range(2, 60):
         step(eta, c, plan, float(t))
@@ -181,13 +188,7 @@ def test_describe(seconds, text):
 def test_a_stage_past_its_estimate_makes_the_time_left_a_floor():
     """The bar said "about 16 s left" at 50 % while a compile ran on for 30 s more and the run
     ended 56 s later: past its estimate, the time left is said as "at least", with the stage."""
-    c = Clock()
-    plan = [Job("eager", 0), Job("default", 0)]
-    eta = Eta(concurrency=2, compile_slots=1, clock=c)
-    step(eta, c, plan, 0.0, eager_0="preparing", default_0="preparing")
-    step(eta, c, plan, 1.0, eager_0="time_wait", default_0="compile_wait")
-    step(eta, c, plan, 1.0, eager_0="timing")
-    step(eta, c, plan, 2.0, eager_0="done", default_0="compiling")
+    c, plan, eta = _default_compiling()
     step(eta, c, plan, 2.5)  # half a second into a compile guessed at one preparation (1 s)
     seconds = eta.seconds_left(plan)
     assert eta.overrun is None and describe(seconds, eta.overrun).startswith("about ")

@@ -376,6 +376,49 @@ def test_figures_of_the_wrong_kind_written_into_the_database_by_hand(db):
     assert shown["median_ms"] is None and shown["speedup"] is None  # engine show formats them
 
 
+def test_hand_edited_rows_through_the_typed_reader_and_the_eager_caution(db):
+    """Rows anyone who can write the database may leave: a process whose series holds a
+    negative time, processes that are not objects, a negative or textual eager.  Every reader
+    (show's records, the dashboard's frame, the Runs page's trust flags) drops the same values
+    through contract.results.VariantResult, and no page claims rows compare different eagers
+    from figures that are not times."""
+    from sqlalchemy import text
+
+    from engine.analysis.verdict import decide, distrust, eager_per_row
+    from storage.records import load_run
+    from storage.trust import trust_rows
+
+    run_id = queue.enqueue_run(db, spec("mlp", variants=["eager", "default"]))
+    queue.claim_run(db, run_id, "w")
+    for r in mlp_results()[:2]:
+        results.save_variant_result(db, run_id, r)
+    queue.finish_run(db, run_id, "done")
+    processes = [{"phase": "cold", "samples_ms": [1.0, -3.0], "eager_samples_ms": [1.0, 1.1]},
+                 "x", 5, [1]]
+    with db.session(write=True) as s:
+        s.execute(text("UPDATE variant_results SET eager_median_ms = -5 WHERE variant = "
+                       "'default'"))
+        s.execute(text("UPDATE variant_results SET pipelined_median_ms = 'abc' "
+                       "WHERE variant = 'eager'"))
+        extra = s.execute(text("SELECT extra FROM variant_results WHERE variant = 'default'")
+                          ).scalar_one()
+        extra = json.loads(extra) if isinstance(extra, str) else dict(extra or {})
+        extra["processes"] = processes
+        s.execute(text("UPDATE variant_results SET extra = :e WHERE variant = 'default'"),
+                  {"e": json.dumps(extra)})
+    for at in (app("compare", runs=str(run_id)), app("runs")):
+        no_exceptions(at)
+    shown = {v["variant"]: v for v in load_run(db, run_id, series=True)["variants"]}
+    frame = queries.load_runs(db, [run_id])["variants"].set_index("variant")
+    for procs in (shown["default"]["processes"], frame.loc["default", "processes"]):
+        assert len(procs) == 1 and procs[0]["samples_ms"] == []  # the objects, series dropped
+        assert procs[0]["eager_samples_ms"] == [1.0, 1.1]
+    rows = list(shown.values())
+    assert eager_per_row(rows) is None
+    assert not [w for w in decide(rows).warnings if w.startswith("Eager differs")]
+    assert distrust(trust_rows(db, [run_id])[run_id]) == distrust(rows)
+
+
 HOSTILE_COMPILE_LOADS = {
     "strings": {"cold": {"other_busy_cores": SCRIPT, "steal_share": IMAGE}},
     "absurd-numbers": {"cold": {"other_busy_cores": 1e9, "steal_share": 7.0},

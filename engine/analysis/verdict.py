@@ -161,10 +161,9 @@ def eager_per_row(rows: Iterable[Row]) -> dict[str, float] | None:
     """Each row's eager (eager's own median, each compiled row's ``eager_median_ms``) when they
     differ: a run measured before one eager per run, where every compiled variant kept the
     eager timed in its own processes.  None when the run has one eager figure."""
-    figures = {str(r["variant"]): float(r["median_ms" if r["variant"] == "eager"
-                                         else "eager_median_ms"])
-               for r in rows if r.get("status", "ok") == "ok"
-               and _v(r, "median_ms" if r["variant"] == "eager" else "eager_median_ms")}
+    figures = {str(r["variant"]): ms for r in rows if r.get("status", "ok") == "ok"
+               and (ms := _v(r, "median_ms" if r["variant"] == "eager"
+                             else "eager_median_ms") or 0.0) > 0}  # a hand-edited row: no time
     values = list(figures.values())
     if len(values) < 2 or max(values) <= (1 + ONE_EAGER_TOLERANCE) * min(values):
         return None
