@@ -28,6 +28,9 @@ CONFIGS: dict[str, list[str]] = {
     "mlp": ["--model", "mlp", "--dim", "batch=32", "--variants", "eager,default"],
     # The catalogue's fusion showcase, at its catalogue dims (the shipped bundle keeps it).
     "pointwise": ["--model", "pointwise_chain", "--variants", "eager,default,reduce-overhead"],
+    # the catalogue's ~1B Llama-shaped decoder at its catalogue dims (issue 36's acceptance)
+    "llama": ["--model", "llama_decode", "--dtype", "bfloat16",
+              "--variants", "eager,default,reduce-overhead"],
 }
 
 

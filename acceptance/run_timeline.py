@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHORT = {"imports": "imp", "model build": "build", "environment": "env",
          "eager reference": "ref", "profiler import": "pimp", "compiler import": "cimp",
          "waiting": "wait", "compile": "COMPILE", "compile workers": "kill", "warm-up": "wu",
+         "host settle": "settle",
          "measure": "MEASURE", "profile": "prof", "roofline": "roof", "lost time": "lost",
          "explain": "expl"}
 

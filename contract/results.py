@@ -50,6 +50,20 @@ def _mapping(value: Any) -> Mapping[str, Any] | None:
     return MappingProxyType(dict(value)) if isinstance(value, dict) else None
 
 
+def _settle(value: Any) -> Mapping[str, Any] | None:
+    """engine/measure/host_settle.py's record: seconds waited, probes, still slow, reference."""
+    if not isinstance(value, dict):
+        return None
+    waited, ref = _number(value.get("waited_s")), _number(value.get("reference_us"))
+    probes = value.get("probes")
+    return MappingProxyType({
+        "waited_s": waited if waited is not None and waited >= 0 else None,
+        "reference_us": ref if ref is not None and ref > 0 else None,
+        "probes": probes if isinstance(probes, int) and not isinstance(probes, bool)
+        and probes >= 0 else None,
+        "slow": value.get("slow") if isinstance(value.get("slow"), bool) else None})
+
+
 @dataclass(frozen=True)
 class ProcessResult:
     """What one measuring process timed, and where and when it ran."""
@@ -64,6 +78,7 @@ class ProcessResult:
     pid: int | None = None
     host_other_busy_cores: float | None = None
     host_probe: Mapping[str, float] | None = None
+    host_settle: Mapping[str, Any] | None = None
     timing_cpus: tuple[int, ...] = ()
     threads: int | None = None
     first_call_s: float | None = None
@@ -90,6 +105,7 @@ class ProcessResult:
             host_probe=MappingProxyType({k: v for k, v in probe.items() if isinstance(k, str)
                                          and _number(v) is not None and v > 0})
             if isinstance(probe, dict) else None,
+            host_settle=_settle(raw.get("host_settle")),
             timing_cpus=tuple(c for c in raw.get("timing_cpus") or () if _int(c) is not None)
             if isinstance(raw.get("timing_cpus"), list) else (),
             threads=_int(raw.get("threads")),

@@ -13,6 +13,7 @@ from contract.text import terminal_text
 from engine.analysis import decode_report, forensics_report, train_report
 from engine.analysis.pareto import peak_bytes, peak_kind
 from engine.analysis.verdict import decide, eager_per_row
+from engine.measure import host_settle
 from engine.measure.hostload import BUSY_HOST_CORES
 from engine.measure.pipeline_k import describe as describe_k
 
@@ -286,12 +287,33 @@ def process_lines(rows: list[dict[str, Any]]) -> list[str]:
         out.append("  host probe (median over each variant's processes, µs): " + "; ".join(
             f"{v} launch {p.get('launch_us', float('nan')):.1f}, module call "
             f"{p.get('module_call_us', float('nan')):.2f}" for v, p in probes))
+    settle = settle_line(rows)
+    if settle:
+        out.append(settle)
     return out
 
 
+def settle_line(rows: list[dict[str, Any]]) -> str | None:
+    """What waiting for the host's usual speed did (engine/measure/host_settle.py), when it did
+    anything: how many processes waited and how long, how many timed on a host still slow."""
+    records = [p["host_settle"] for r in rows for p in r.get("processes") or []
+               if isinstance(p, dict) and isinstance(p.get("host_settle"), dict)]
+    waited = [float(s["waited_s"]) for s in records
+              if isinstance(s.get("waited_s"), (int, float)) and s["waited_s"] >= 0.2]
+    slow = sum(1 for s in records if s.get("slow") is True)
+    if not waited and not slow:
+        return None
+    text = (f"  host settle: {len(waited)} of {len(records)} processes waited "
+            f"{sum(waited):.1f} s in all for the host to launch at its usual speed")
+    if slow:
+        text += (f"; {slow} timed while it still read slow (a module call over "
+                 f"{host_settle.SLOW:g}x the run's fastest), after the wait ran out")
+    return text
+
+
 TIME_ORDER = ("process start", "imports", "setup", "compiler import", "model build",
-              "environment", "eager reference", "compile", "warm-up", "measure", "profile",
-              "roofline", "lost time", "explain", "exit")
+              "environment", "eager reference", "compile", "warm-up", "host settle", "measure",
+              "profile", "roofline", "lost time", "explain", "exit")
 
 
 def where_time_went(run: dict[str, Any]) -> str:

@@ -39,6 +39,7 @@ from engine.measure import (  # noqa: E402
     forensics,
     hf_generate,
     host_probe,
+    host_settle,
     placement,
     shape_mix,
     signals,
@@ -153,18 +154,26 @@ def _after_compile(res: dict[str, Any], clock: PhaseClock, progress: Progress) -
 
 def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[[], object]],
                      budget: dict[str, Any], clock: PhaseClock, progress: Progress, phase: str,
-                     ) -> dict[str, Any]:
+                     pinned: bool = False) -> dict[str, Any]:
     """Paired steady-state rounds in this process: one entry of the result's ``processes``.
 
     Also keeps the pooled top-level series (``samples_ms`` ...), which the runner concatenates
-    over processes, and the host load (the highest over processes wins in the runner)."""
+    over processes, and the host load (the highest over processes wins in the runner).  A
+    ``pinned`` process first waits, a few seconds at most, for the host to read at its usual
+    speed (engine/measure/host_settle.py)."""
+    settled = None
+    if pinned and host_settle.enabled():
+        with clock.phase("host settle"):
+            probe, settled = host_settle.settle(lambda: host_probe.measure(timer.device))
     with HostLoad() as load, clock.phase("measure"):
-        probe = host_probe.measure(timer.device)
+        if settled is None:
+            probe = host_probe.measure(timer.device)
         rounds = steady_rounds(timer, fns, **budget,
                                on_round=lambda f: progress("measuring", 0.3 + 0.5 * min(f, 1)))
     src = rounds["eager" if "eager" in rounds else "variant"]
     proc = {"phase": phase, "block": budget["block"], "pid": os.getpid(),
             "host_other_busy_cores": load.other_busy_cores, "host_probe": probe,
+            "host_settle": settled,
             "timing_cpus": sorted(os.sched_getaffinity(0)), "threads": torch.get_num_threads(),
             "samples_ms": rounds["variant"]["per_call"],
             "pipelined_ms": rounds["variant"]["pipelined"],
@@ -298,7 +307,8 @@ def _warm_cache_process(c: _Child) -> None:
         for _ in range(max(int(c.run.get("warmup_calls", 10)), 3) - 1):
             c.timer.wall_ms(c.fn)
     c.stage = "measuring"
-    proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase)
+    proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase,
+                            pinned=c.core is not None)
     proc.pop("_rounds")
     c.res["processes"] = [proc]
 
@@ -352,7 +362,8 @@ def _memory_and_accuracy(c: _Child) -> None:
 def _steady_state(c: _Child) -> None:
     c.stage = "measuring"
     c.capture.context = {"call_index": None, "phase": "steady"}
-    proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase)
+    proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase,
+                            pinned=c.core is not None)
     c.rounds = proc.pop("_rounds")
     c.res["processes"] = [proc]
     c.res["wall_ms_per_call"] = statistics.median(proc["samples_ms"])
