@@ -47,3 +47,39 @@ def test_host_probe_measures_positive_microseconds_on_the_cpu():
     got = host_probe.measure("cpu")
     assert set(got) == {"launch_us", "module_call_us"}
     assert all(0 < v < 10_000 for v in got.values())
+
+
+def test_a_pinned_process_compiles_with_the_thread_count_it_times_with(monkeypatch):
+    """Dynamo guards the intra-op thread count: set at the time gate (after the compile) it
+    recompiled every graph in the timing slot; set before the compile gate, nothing recompiles."""
+    import torch
+    from torch._dynamo.testing import CompileCounter
+
+    from engine.measure import child
+
+    monkeypatch.setattr(placement, "pin", lambda core: [core])  # keep this test's own CPUs
+    before = torch.get_num_threads()
+    x = torch.randn(8)
+    clock, quiet = child.PhaseClock(), (lambda *a, **k: None)
+    try:
+        torch.set_num_threads(2)
+        counter = CompileCounter()
+        fn = torch.compile(lambda t: t.sin() + 1, backend=counter)
+        child._gate(clock, "compile", quiet, 0.0, core=0)
+        assert torch.get_num_threads() == 1
+        fn(x)
+        child._gate(clock, "time", quiet, 0.0, core=0)
+        fn(x)
+        assert counter.frame_count == 1  # no recompile in the timing slot
+
+        torch._dynamo.reset()
+        torch.set_num_threads(2)
+        counter = CompileCounter()
+        fn = torch.compile(lambda t: t.cos() + 1, backend=counter)
+        fn(x)
+        torch.set_num_threads(1)  # what the time gate used to do
+        fn(x)
+        assert counter.frame_count == 2  # why: torch recompiles on the changed thread count
+    finally:
+        torch.set_num_threads(before)
+        torch._dynamo.reset()

@@ -129,17 +129,27 @@ def _gate(clock: PhaseClock, name: str, progress: Progress, fraction: float,
           core: int | None = None) -> None:
     """Wait at gate ``name`` (engine/orchestrate/gates.py) for the runner's go; the wait is its own phase
     ("waiting"), so the time breakdown and the overlap test see it.  Past the "time" gate the
-    process has the run's timing ``core`` to itself (engine/measure/placement.py)."""
+    process has the run's timing ``core`` to itself (engine/measure/placement.py).  A process
+    that will time pinned runs one intra-op thread from its compile on (``_one_thread``)."""
+    if name in ("compile", "time"):
+        _one_thread(core)
     if gates.enabled():
         progress(f"waiting to {name}", fraction, force=True)
         with clock.phase("waiting"):
             gates.wait(name)
     if name == "time" and core is not None:
         placement.pin(core)
-        # One intra-op thread on the one core, as torch chooses for a process started there
-        # (taskset): a pool of one thread per core, all on this one core, takes turns with the
-        # launching thread and reads launch-bound calls far slow
-        # (docs/measurements/2026-12-06-eager-drift.md).
+
+
+def _one_thread(core: int | None) -> None:
+    """One intra-op thread for a process that times on one core, as torch chooses for a process
+    started there (taskset): a pool of one thread per core, all on the one core, takes turns with
+    the launching thread and reads launch-bound calls far slow
+    (docs/measurements/2026-12-06-eager-drift.md).  Set before the first compiled call, not at
+    the time gate: the thread count is part of the global state dynamo guards, so changing it
+    after the compile recompiled every graph on the next call, in the timing slot, and showed
+    the user a recompile ("GLOBAL_STATE changed: num_threads") their model never does."""
+    if core is not None and torch.get_num_threads() != 1:
         torch.set_num_threads(1)
 
 
@@ -277,7 +287,7 @@ def _functions(c: _Child) -> None:
 
 def _compile_call(c: _Child, what: str) -> float:
     """The first compiled call (cold or warm cache), at the compile gate, with its forensics."""
-    _gate(c.clock, "compile", c.progress, 0.05)
+    _gate(c.clock, "compile", c.progress, 0.05, c.core)
     c.stage = "compiling"
     if what == "warm_cache" and c.explain_ahead and c.train is None:
         # unreported: the run's graph-break trace fits here (engine/slot_tail)
