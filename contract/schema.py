@@ -351,6 +351,8 @@ FIGURES: tuple[Figure, ...] = (
        "break-even used it", column=False),
     _s("n_processes", "int", "processes", column=False),
     _s("process_speedups", "json", None, "speedup measured in each process", column=False),
+    _s("process_eager_ms", "json", None, "eager's median in each process's paired rounds (ms), "
+       "in the order of process_speedups: which process's host slowed", column=False),
     _s("speedup_spread", "float", "process spread",
        "standard deviation of the per-process log speedups (0.1 ≈ 10 %)", column=False),
     _s("within_process_spread", "float", None,

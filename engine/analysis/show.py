@@ -265,6 +265,11 @@ def process_lines(rows: list[dict[str, Any]]) -> list[str]:
             per = ", ".join(f"{x:.2f}x" for x in r["process_speedups"])
             state = "provisional" if r.get("provisional") else f"stopped: {r.get('stop_reason') or '-'}"
             out.append(f"  processes [{r['variant']}]: {per} ({state})")
+            eager = r.get("process_eager_ms")
+            if isinstance(eager, list) and eager and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool)
+                    and math.isfinite(x) and x > 0 for x in eager):
+                out.append("    eager in each: " + ", ".join(f"{x:.4f}" for x in eager) + " ms")
             measured, paired = r.get("measured_median_ms"), r.get("paired_eager_median_ms")
             if not _blank(measured) and not _blank(paired):
                 out.append(f"    read in its own processes: {measured:.4f} ms/call against "

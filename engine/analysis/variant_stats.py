@@ -174,6 +174,7 @@ def _compiled_stats(stats: dict[str, Any], result: Result, eager_ms: float | Non
     stats.update(speedup=est.speedup, speedup_ci_low=est.low, speedup_ci_high=est.high,
                  median_ms=eager_ms / est.speedup,
                  process_speedups=list(est.process_speedups), speedup_spread=est.spread,
+                 process_eager_ms=[_median_or_none(p.eager_samples_ms) for p in procs],
                  within_process_spread=est.within_spread, disagree_p=est.disagree_p,
                  processes_disagree=est.disagree, interval_method=est.method,
                  speedup_log_se=est.log_se, speedup_df=est.df, variance_prior=est.prior,

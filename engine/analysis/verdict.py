@@ -185,6 +185,32 @@ def eager_per_row_caution(rows: Iterable[Row]) -> str | None:
             "divide into it. Re-run to compare every variant with one eager.")
 
 
+def _positive(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+OFF_EAGER = 1.25  # a process's paired eager over the median of the others': its host slowed
+
+
+def off_eager_process(row: Row) -> str | None:
+    """The process whose paired eager read far slower than the variant's other processes' (the
+    host slowed during its window), said with its figures; None when there is none or the row
+    lacks per-process eager figures (``process_eager_ms``, stored since issue 36)."""
+    eager, speeds = row.get("process_eager_ms"), row.get("process_speedups")
+    if not isinstance(eager, list) or not isinstance(speeds, list) or len(eager) != len(speeds) \
+            or len(eager) < 3 or not all(_positive(x) for x in eager + speeds):
+        return None
+    worst = max(range(len(eager)), key=lambda i: eager[i])
+    others = sorted(float(x) for i, x in enumerate(eager) if i != worst)
+    if eager[worst] <= OFF_EAGER * others[len(others) // 2]:
+        return None
+    return (f"process {worst + 1} of {len(eager)} read eager at {fmt.ms(eager[worst])} per call "
+            f"against {fmt.ms(others[0])} to {fmt.ms(others[-1])} in the others (speedup "
+            f"{fmt.ratio(speeds[worst])} there): the host slowed during that process's window, "
+            "and a call that launches from the host slows with it more than a CUDA-graph replay "
+            "or fused code does; a re-run may read near the other processes' speedups")
+
+
 def disagreement_cause(row: Row) -> str:
     """The likeliest reason a variant's processes disagree, from what was measured."""
     busy = _v(row, "host_other_busy_cores")
@@ -227,9 +253,11 @@ def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
         k = _v(r, "n_processes")
         if _true(r.get("processes_disagree")):
             per = ", ".join(fmt.ratio(s) for s in (r.get("process_speedups") or []))
+            off = off_eager_process(r)
             out.append(f"{r['variant']}: its measuring processes disagree beyond their own "
-                       f"noise (speedups {per}); the interval includes that spread. Likely "
-                       f"cause: {disagreement_cause(r)}.")
+                       f"noise (speedups {per}); the interval includes that spread. "
+                       + (f"Cause: {off}." if off else
+                          f"Likely cause: {disagreement_cause(r)}."))
         elif k == 1 or (k is None and _v(r, "speedup_ci_low") is not None):
             # k is None: a result from before Compile Lab measured several processes
             out.append(f"{r['variant']} was measured in one process: its interval covers noise "

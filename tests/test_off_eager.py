@@ -1,0 +1,54 @@
+"""A process whose paired eager read far off the others' (issue 36): stored per process, named
+by the verdict's disagreement caution and listed by show."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.analysis import variant_stats
+from engine.analysis.show import process_lines
+from engine.analysis.verdict import off_eager_process
+
+
+def _process(eager_ms: float, compiled_ms: float) -> dict:
+    return {"block": 10, "samples_ms": [compiled_ms] * 30, "eager_samples_ms": [eager_ms] * 30}
+
+
+def test_each_process_eager_is_stored_beside_its_speedup():
+    result = {"variant": "reduce-overhead", "status": "ok",
+              "processes": [_process(4.0, 1.3), _process(4.2, 1.3), _process(7.6, 1.6),
+                            _process(4.3, 1.3)]}
+    stats: dict = {}
+    variant_stats._compiled_stats(stats, result, 4.5, None, None, 0.95)
+    assert stats["process_eager_ms"] == pytest.approx([4.0, 4.2, 7.6, 4.3])
+    assert len(stats["process_speedups"]) == 4
+
+
+def test_the_verdict_names_the_process_whose_host_slowed():
+    row = {"variant": "reduce-overhead", "process_eager_ms": [4.37, 4.41, 7.57, 4.23],
+           "process_speedups": [3.34, 3.38, 4.78, 3.27]}
+    text = off_eager_process(row)
+    assert text.startswith("process 3 of 4 read eager at 7.57 ms")
+    assert "4.23 ms to 4.41 ms" in text and "4.78" in text
+
+
+@pytest.mark.parametrize("eager,speeds", [
+    ([4.0, 4.2, 5.0, 4.3], [3.0, 3.1, 3.4, 3.0]),  # 5.0 / 4.2 < 1.25: not off
+    ([4.0, 8.0], [3.0, 5.0]),  # two processes: no "others" to hold it against
+    ([4.0, 4.2, "8.0", 4.3], [3.0, 3.1, 5.0, 3.0]),  # a hand-edited row
+    ([4.0, 4.2, float("inf"), 4.3], [3.0, 3.1, 5.0, 3.0]),
+    ([4.0, 4.2, 8.0, -4.3], [3.0, 3.1, 5.0, 3.0]),
+    ([4.0, 4.2, 8.0], [3.0, 3.1, 5.0, 3.0]),  # lengths differ
+    ("4.0", [3.0]), (None, None)])
+def test_nothing_is_named_without_a_clear_outlier_or_with_hostile_figures(eager, speeds):
+    assert off_eager_process({"process_eager_ms": eager, "process_speedups": speeds}) is None
+
+
+def test_show_lists_each_process_eager_and_skips_what_is_not_a_time():
+    base = {"variant": "reduce-overhead", "process_speedups": [3.3, 4.8, 3.2],
+            "stop_reason": "interval excludes 1.0"}
+    lines = process_lines([{**base, "process_eager_ms": [4.37, 7.57, 4.23]}])
+    assert "    eager in each: 4.3700, 7.5700, 4.2300 ms" in lines
+    for bad in (["4.3", 7.5, 4.2], [4.3, float("nan"), 4.2], "x", None):
+        assert not any("eager in each" in x for x in
+                       process_lines([{**base, "process_eager_ms": bad}]))
