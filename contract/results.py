@@ -50,6 +50,14 @@ def _mapping(value: Any) -> Mapping[str, Any] | None:
     return MappingProxyType(dict(value)) if isinstance(value, dict) else None
 
 
+def _probe(value: Any) -> Mapping[str, float] | None:
+    """engine/measure/host_probe.py's figures: positive numbers by name, the rest left out."""
+    if not isinstance(value, dict):
+        return None
+    return MappingProxyType({k: v for k, v in value.items() if isinstance(k, str)
+                             and _number(v) is not None and v > 0})
+
+
 def _settle(value: Any) -> Mapping[str, Any] | None:
     """engine/measure/host_settle.py's record: seconds waited, probes, still slow, reference."""
     if not isinstance(value, dict):
@@ -79,6 +87,7 @@ class ProcessResult:
     host_other_busy_cores: float | None = None
     host_probe: Mapping[str, float] | None = None
     host_settle: Mapping[str, Any] | None = None
+    host_probe_after: Mapping[str, float] | None = None
     timing_cpus: tuple[int, ...] = ()
     threads: int | None = None
     first_call_s: float | None = None
@@ -93,7 +102,6 @@ class ProcessResult:
         """One process as written by the child or stored; what does not fit is left out."""
         if not isinstance(raw, Mapping):
             return cls()
-        probe = raw.get("host_probe")
         return cls(
             phase=str(raw.get("phase") or "cold")[:32],
             block=int(b) if isinstance(b := raw.get("block"), int) and not isinstance(
@@ -102,10 +110,9 @@ class ProcessResult:
             pipeline_k=_int(raw.get("pipeline_k")),
             pid=_int(raw.get("pid")),
             host_other_busy_cores=_number(raw.get("host_other_busy_cores")),
-            host_probe=MappingProxyType({k: v for k, v in probe.items() if isinstance(k, str)
-                                         and _number(v) is not None and v > 0})
-            if isinstance(probe, dict) else None,
+            host_probe=_probe(raw.get("host_probe")),
             host_settle=_settle(raw.get("host_settle")),
+            host_probe_after=_probe(raw.get("host_probe_after")),
             timing_cpus=tuple(c for c in raw.get("timing_cpus") or () if _int(c) is not None)
             if isinstance(raw.get("timing_cpus"), list) else (),
             threads=_int(raw.get("threads")),

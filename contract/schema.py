@@ -258,7 +258,8 @@ FIGURES: tuple[Figure, ...] = (
        "processes: process start, imports, setup, compile, warm-up, measure, profile, exit",
        column=False),
     _r("processes", "json", None, "per measuring process: phase, block, samples, host load, "
-       "host probe, host settle (engine/measure/host_settle.py), the CPUs it timed on, start/end (unix s)", column=False),
+       "host probe before and after its window, host settle (engine/measure/host_settle.py), "
+       "the CPUs it timed on, start/end (unix s)", column=False),
     _r("host_probe", "json", None, "the host's cost of one tiny kernel launch and of one "
        "Python-level module call (microseconds), median over the variant's processes "
        "(engine/measure/host_probe.py)", column=False),

@@ -159,3 +159,19 @@ def test_a_pinned_process_settles_before_its_rounds_and_records_it(tmp_path, mon
     assert run(pinned=False)["host_settle"] is None  # a CPU run's process is not pinned
     monkeypatch.setenv(host_settle.ENV, "0")
     assert run(pinned=True)["host_settle"] is None
+
+
+def test_show_names_processes_whose_host_slowed_inside_the_window():
+    from engine.analysis.show import moved_line
+
+    def proc(before, after):
+        return {"host_probe": {"module_call_us": before},
+                "host_probe_after": {"module_call_us": after}}
+
+    rows = [{"variant": "eager", "processes": [proc(0.8, 0.85)]},
+            {"variant": "reduce-overhead", "processes": [proc(0.8, 0.82), proc(0.81, 1.42),
+                                                         {"host_probe": "x"}, "junk"]}]
+    line = moved_line(rows)
+    assert "in 1 of 3 processes" in line and "reduce-overhead 0.81 -> 1.42 µs" in line
+    assert moved_line([{"variant": "eager", "processes": [proc(0.8, 0.9)]}]) is None
+    assert moved_line([{"variant": "eager", "processes": None}]) is None

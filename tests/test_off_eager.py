@@ -52,3 +52,30 @@ def test_show_lists_each_process_eager_and_skips_what_is_not_a_time():
     for bad in (["4.3", 7.5, 4.2], [4.3, float("nan"), 4.2], "x", None):
         assert not any("eager in each" in x for x in
                        process_lines([{**base, "process_eager_ms": bad}]))
+
+
+def test_the_named_process_carries_its_probes_before_and_after_its_window():
+    procs = [{"host_probe": {"module_call_us": 0.8}, "host_probe_after": {"module_call_us": 0.8}}
+             for _ in range(4)]
+    procs[2] = {"host_probe": {"module_call_us": 0.81}, "host_probe_after": {"module_call_us": 1.42}}
+    row = {"process_eager_ms": [4.37, 4.41, 7.57, 4.23],
+           "process_speedups": [3.34, 3.38, 4.78, 3.27], "processes": procs}
+    assert "its host probe read a module call at 0.81 µs before the window and 1.42 µs after" \
+        in off_eager_process(row)
+    for broken in (procs[:3], [*procs[:2], "x", procs[3]],
+                   [*procs[:2], {"host_probe": {"module_call_us": 0.8}}, procs[3]]):
+        text = off_eager_process({**row, "processes": broken})
+        assert text.startswith("process 3 of 4") and "host probe read" not in text
+
+
+def test_a_measuring_process_probes_the_host_after_its_window_too():
+    from engine.measure import child
+    from engine.measure.rounds import timing_budget
+    from engine.measure.timing import Timer
+
+    budget = timing_budget({"min_samples": 4, "min_time_s": 0.0, "max_time_s": 0.2})
+    proc = child._measure_process({}, Timer("cpu"), {"eager": lambda: None,
+                                                     "variant": lambda: None},
+                                  budget, child.PhaseClock(), lambda *a, **k: None, "cold")
+    assert set(proc["host_probe_after"]) == {"launch_us", "module_call_us"}
+    assert all(v > 0 for v in proc["host_probe_after"].values())

@@ -292,10 +292,31 @@ def process_lines(rows: list[dict[str, Any]]) -> list[str]:
         out.append("  host probe (median over each variant's processes, µs): " + "; ".join(
             f"{v} launch {p.get('launch_us', float('nan')):.1f}, module call "
             f"{p.get('module_call_us', float('nan')):.2f}" for v, p in probes))
-    settle = settle_line(rows)
-    if settle:
-        out.append(settle)
+    out += [line for line in (settle_line(rows), moved_line(rows)) if line]
     return out
+
+
+MOVED = 1.25  # a module call this much slower after a process's window than before it
+
+
+def moved_line(rows: list[dict[str, Any]]) -> str | None:
+    """The processes whose host probe read slower after their window than before it: the host
+    slowed while they timed (engine/measure/child.py probes on both sides)."""
+    pairs = []
+    for r in rows:
+        for p in r.get("processes") or []:
+            calls = [p.get(k, {}).get("module_call_us") if isinstance(p, dict)
+                     and isinstance(p.get(k), dict) else None
+                     for k in ("host_probe", "host_probe_after")]
+            if all(isinstance(c, (int, float)) and not isinstance(c, bool)
+                   and math.isfinite(c) and c > 0 for c in calls):
+                pairs.append((str(r["variant"]), float(calls[0]), float(calls[1])))
+    moved = [(v, a, b) for v, a, b in pairs if b > MOVED * a]
+    if not moved:
+        return None
+    return (f"  host slowed while timing: in {len(moved)} of {len(pairs)} processes a module call "
+            f"read over {MOVED:g}x slower after the window than before ("
+            + "; ".join(f"{v} {a:.2f} -> {b:.2f} µs" for v, a, b in moved[:4]) + ")")
 
 
 def settle_line(rows: list[dict[str, Any]]) -> str | None:

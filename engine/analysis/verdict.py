@@ -206,9 +206,27 @@ def off_eager_process(row: Row) -> str | None:
         return None
     return (f"process {worst + 1} of {len(eager)} read eager at {fmt.ms(eager[worst])} per call "
             f"against {fmt.ms(others[0])} to {fmt.ms(others[-1])} in the others (speedup "
-            f"{fmt.ratio(speeds[worst])} there): the host slowed during that process's window, "
+            f"{fmt.ratio(speeds[worst])} there{_probes_of(row, worst, len(eager))}): the host "
+            "slowed during that process's window, "
             "and a call that launches from the host slows with it more than a CUDA-graph replay "
             "or fused code does; a re-run may read near the other processes' speedups")
+
+
+def _probes_of(row: Row, index: int, count: int) -> str:
+    """", its host probe read a module call at A µs before the window and B µs after" for
+    process ``index``, when the row's processes line up with its per-process figures."""
+    procs = row.get("processes")
+    if not isinstance(procs, list) or len(procs) != count or not isinstance(procs[index], Mapping):
+        return ""
+    calls = []
+    for key in ("host_probe", "host_probe_after"):
+        probe = procs[index].get(key)
+        value = probe.get("module_call_us") if isinstance(probe, Mapping) else None
+        if not _positive(value):
+            return ""
+        calls.append(float(value))
+    return (f"; its host probe read a module call at {calls[0]:.2f} µs before the window and "
+            f"{calls[1]:.2f} µs after")
 
 
 def disagreement_cause(row: Row) -> str:

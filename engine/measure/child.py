@@ -180,10 +180,13 @@ def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[
             probe = host_probe.measure(timer.device)
         rounds = steady_rounds(timer, fns, **budget,
                                on_round=lambda f: progress("measuring", 0.3 + 0.5 * min(f, 1)))
+        # and again once the window closes: a host that slowed inside it (which the probe
+        # before cannot see) shows as the two probes apart
+        after = host_probe.measure(timer.device)
     src = rounds["eager" if "eager" in rounds else "variant"]
     proc = {"phase": phase, "block": budget["block"], "pid": os.getpid(),
             "host_other_busy_cores": load.other_busy_cores, "host_probe": probe,
-            "host_settle": settled,
+            "host_settle": settled, "host_probe_after": after,
             "timing_cpus": sorted(os.sched_getaffinity(0)), "threads": torch.get_num_threads(),
             "samples_ms": rounds["variant"]["per_call"],
             "pipelined_ms": rounds["variant"]["pipelined"],
