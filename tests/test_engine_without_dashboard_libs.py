@@ -48,6 +48,7 @@ def test_blocker_really_blocks(no_dashboard_env):
     assert p.returncode != 0 and "No module named 'pandas'" in p.stderr
 
 
+@pytest.mark.slow  # a whole run, show, a worker killed and recovered: about 20 s of the fast tier
 def test_run_show_and_worker_recovery_without_dashboard_libs(db_url, no_dashboard_env, tmp_path):
     env = no_dashboard_env
     # engine run: measures (children included) and stores, then prints the table and verdict.
