@@ -1,0 +1,79 @@
+"""acceptance/remeasure_bundle.py: a bundle checked against issue 36's bar, its runs measured
+again with today's protocol, a hostile spec refused, the new bundle written in order."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "acceptance"))
+import remeasure_bundle  # noqa: E402
+
+
+def test_the_shipped_bundle_is_checked_against_the_bar(capsys):
+    assert remeasure_bundle.main(["check", str(ROOT / "data" / "h200_bundle.json")]) == 1
+    out = capsys.readouterr().out
+    assert "69 compiled variants" in out and "interval includes 1.0: 25" in out
+    assert "misses the bar" in out
+
+
+def _variant(name, s, lo, hi, n):
+    return {"variant": name, "status": "ok",
+            "stats": {"speedup": s, "speedup_ci_low": lo, "speedup_ci_high": hi,
+                      "n_processes": n}}
+
+
+def test_a_bundle_that_meets_the_bar_passes_and_hostile_entries_are_skipped(tmp_path, capsys):
+    runs = [{"spec": {"model": "mlp"}, "variants": [
+        {"variant": "eager", "status": "ok"}, _variant("default", 2.0, 1.96, 2.04, 3),
+        _variant("reduce-overhead", 0.5, 0.49, 0.51, 4), "junk",
+        {"variant": "max-autotune", "status": "ok", "stats": {"speedup": "2"}}]}, "junk"]
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"runs": runs}))
+    assert remeasure_bundle.main(["check", str(path)]) == 0
+    assert "2 compiled variants" in capsys.readouterr().out
+    runs[0]["variants"][1]["stats"]["n_processes"] = 2
+    path.write_text(json.dumps({"runs": runs}))
+    assert remeasure_bundle.main(["check", str(path)]) == 1
+
+
+def test_today_spec_drops_the_old_protocol_and_validates():
+    from engine.spec import SpecError
+
+    old = {"model": "mlp", "dims": {"batch": 4, "hidden": 16}, "device": "cuda",
+           "variants": ["eager", "default"], "processes": 2, "max_processes": 2,
+           "max_time_s": 1.0}
+    spec = remeasure_bundle.today_spec(old, "cpu")
+    assert spec["device"] == "cpu" and spec["processes"] == 3 and spec["max_time_s"] == 10.0
+    assert spec["dims"] == {"batch": 4, "hidden": 16}
+    with pytest.raises(SpecError):
+        remeasure_bundle.today_spec({"model": "../../x.py:f"}, "cpu")
+
+
+@pytest.mark.slow  # one real run at today's defaults (three processes), aot_eager on the CPU
+def test_run_then_write_in_the_bundles_order(tmp_path, capsys):
+    bundle = tmp_path / "old.json"
+    spec = {"model": "mlp", "dims": {"batch": 2, "hidden": 8}, "device": "cpu",
+            "variants": ["eager", "default"], "backend": "aot_eager", "processes": 2}
+    bundle.write_text(json.dumps({"runs": [
+        {"spec": spec, "started_at": "2026-12-03T09:45:12+00:00",
+         "finished_at": "2026-12-03T09:45:40+00:00"},
+        {"spec": {"model": "../../etc/x.py:f"}}]}))
+    url = f"sqlite:///{tmp_path / 'rb.db'}"
+    assert remeasure_bundle.main(["run", "--bundle", str(bundle), "--db", url,
+                                  "--only", "1,2,3", "--budget-s", "300"]) == 1
+    out = capsys.readouterr().out
+    assert "1: mlp re-measured as run 1" in out
+    assert "2: refused by the validator" in out and "3: no such run" in out
+    new = tmp_path / "new.json"
+    assert remeasure_bundle.main(["write", "--bundle", str(bundle), "--db", url,
+                                  "--out", str(new)]) == 0
+    assert "not re-measured: 2" in capsys.readouterr().out
+    written = json.loads(new.read_text())
+    assert len(written["runs"]) == 1 and written["runs"][0]["spec"]["processes"] == 3
+    remeasure_bundle.main(["check", str(new)])
+    assert "1 compiled variants" in capsys.readouterr().out
