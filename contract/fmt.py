@@ -16,6 +16,15 @@ def is_num(value: Any) -> bool:
         return False
 
 
+def positive(value: Any) -> float | None:
+    """The value as a float when it is a finite real number above 0 (a time, a ratio), else
+    None; strings and booleans are not numbers here, as they are in no stored figure."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and value > 0 else None
+
+
 def num(value: Any) -> float | None:
     """The value as a float, or None when it is missing/NaN/not a number."""
     return float(value) if is_num(value) else None

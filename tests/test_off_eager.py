@@ -79,3 +79,12 @@ def test_a_measuring_process_probes_the_host_after_its_window_too():
                                   budget, child.PhaseClock(), lambda *a, **k: None, "cold")
     assert set(proc["host_probe_after"]) == {"launch_us", "module_call_us"}
     assert all(v > 0 for v in proc["host_probe_after"].values())
+
+
+@pytest.mark.parametrize("value,want", [(2, 2.0), (0.5, 0.5), (0, None), (-1.0, None),
+                                        (float("nan"), None), (float("inf"), None),
+                                        ("3.0", None), (True, None), (None, None)])
+def test_positive_takes_finite_numbers_above_zero_only(value, want):
+    from contract.fmt import positive
+
+    assert positive(value) == want

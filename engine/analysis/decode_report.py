@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from contract.fmt import positive
+
 
 def _f(v: Any, fmt: str, none: str = "-") -> str:
     return none if not isinstance(v, (int, float)) or isinstance(v, bool) else fmt.format(v)
@@ -22,11 +24,6 @@ def _f(v: Any, fmt: str, none: str = "-") -> str:
 
 PATHS = (("decode", "generation"),
          ("hf_generate", "generation through transformers generate(), static cache"))
-
-
-def _pos(v: Any) -> float | None:
-    f = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-    return float(f) if f is not None and math.isfinite(f) and f > 0 else None
 
 
 def run_eager(rows: list[dict[str, Any]], key: str, figure: str) -> tuple[float | None, int]:
@@ -39,7 +36,7 @@ def run_eager(rows: list[dict[str, Any]], key: str, figure: str) -> tuple[float 
         if not isinstance(d, dict) or d.get("error"):
             continue
         side = d if r.get("variant") == "eager" else d.get("eager")
-        v = _pos(side.get(figure)) if isinstance(side, dict) else None
+        v = positive(side.get(figure)) if isinstance(side, dict) else None
         if v is not None:
             values.append(v)
     if not values:
@@ -52,7 +49,7 @@ def speedup_vs_run_eager(rows: list[dict[str, Any]], row: dict[str, Any], key: s
     """A variant's ``figure`` over the run's eager one (None where either is missing)."""
     eager, _ = run_eager(rows, key, figure)
     d = row.get(key)
-    mine = _pos(d.get(figure)) if isinstance(d, dict) else None
+    mine = positive(d.get(figure)) if isinstance(d, dict) else None
     return mine / eager if mine is not None and eager else None
 
 

@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from contract.config_key import config_label
+from contract.fmt import positive
 from engine.analysis.headline import Headline, cells, eager_row, headline, memory_ratio, passes
 
 Run = Mapping[str, Any]
@@ -95,20 +96,13 @@ class LogEstimate:
     """"processes" (per-process speedups) or "interval" (read off the stored interval)."""
 
 
-def _pos(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) and value > 0 else None
-
-
 def log_estimate(row: Mapping[str, Any]) -> LogEstimate | None:
     """The log speedup of a variant with its standard error, or None when it has no spread to
     test with (a point estimate only)."""
     speeds = row.get("process_speedups")
-    logs = [math.log(s) for s in map(_pos, speeds if isinstance(speeds, list) else [])
+    logs = [math.log(s) for s in map(positive, speeds if isinstance(speeds, list) else [])
             if s is not None]
-    se, df, sp = _pos(row.get("speedup_log_se")), _pos(row.get("speedup_df")), _pos(
+    se, df, sp = positive(row.get("speedup_log_se")), positive(row.get("speedup_df")), positive(
         row.get("speedup"))
     if len(logs) >= 2 and se is not None and df is not None and sp is not None:
         # the interval's own standard error and degrees of freedom (engine/analysis/stats.py, with the
@@ -122,7 +116,7 @@ def log_estimate(row: Mapping[str, Any]) -> LogEstimate | None:
         if isinstance(within, (int, float)) and math.isfinite(within):
             var = max(var, float(within) ** 2)  # the floor: see the module notes
         return LogEstimate(mean, math.sqrt(var / k), k - 1, "processes")
-    sp, lo, hi = (_pos(row.get(k)) for k in ("speedup", "speedup_ci_low", "speedup_ci_high"))
+    sp, lo, hi = (positive(row.get(k)) for k in ("speedup", "speedup_ci_low", "speedup_ci_high"))
     if sp is None or lo is None or hi is None or hi <= lo:
         return None
     k = int(row.get("n_processes") or 1)
@@ -209,7 +203,7 @@ class GateReport:
 
 
 def _interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
-    lo, hi = _pos(row.get("speedup_ci_low")), _pos(row.get("speedup_ci_high"))
+    lo, hi = positive(row.get("speedup_ci_low")), positive(row.get("speedup_ci_high"))
     return (lo, hi) if lo is not None and hi is not None else None
 
 
@@ -223,7 +217,7 @@ def _directional(ratio: float, low_limit: float, worse_if_low: bool) -> str:
 
 def compare_speedup(base: Mapping[str, Any], cand: Mapping[str, Any], thr: Thresholds,
                     **where: Any) -> Change:
-    b, c = _pos(base.get("speedup")), _pos(cand.get("speedup"))
+    b, c = positive(base.get("speedup")), positive(cand.get("speedup"))
     change = Change(figure="speedup", baseline=b, candidate=c, verdict="untested",
                     baseline_interval=_interval(base), candidate_interval=_interval(cand),
                     test=TEST_NAME, **where)
@@ -258,7 +252,7 @@ def compare_compile(base: Mapping[str, Any], cand: Mapping[str, Any], thr: Thres
     (1 - α) prediction interval of the baseline's run history (``history``: the cold compile
     of this variant in the baseline's earlier runs of the config, the baseline's own included)
     on the log scale.  Fewer than two baseline runs: no test, so never a regression."""
-    b, c = _pos(base.get("first_call_cold_s")), _pos(cand.get("first_call_cold_s"))
+    b, c = positive(base.get("first_call_cold_s")), positive(cand.get("first_call_cold_s"))
     change = Change(figure="compile time s", baseline=b, candidate=c, verdict="untested",
                     **where)
     if b is None or c is None:
@@ -267,7 +261,7 @@ def compare_compile(base: Mapping[str, Any], cand: Mapping[str, Any], thr: Thres
     beyond = abs(c - b) > thr.compile_floor_s
     side = ("worse" if change.ratio > thr.compile_time and beyond else
             "better" if change.ratio < 1 / thr.compile_time and beyond else "same")
-    logs = [math.log(v) for v in map(_pos, history) if v is not None]
+    logs = [math.log(v) for v in map(positive, history) if v is not None]
     if side == "same":
         change.verdict = "unchanged"
         return change

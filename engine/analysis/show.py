@@ -9,10 +9,11 @@ import math
 import textwrap
 from typing import Any
 
+from contract.fmt import positive
 from contract.text import terminal_text
 from engine.analysis import decode_report, forensics_report, train_report
 from engine.analysis.pareto import peak_bytes, peak_kind
-from engine.analysis.verdict import decide, eager_per_row
+from engine.analysis.verdict import decide, eager_per_row, probe_pair
 from engine.measure import host_settle
 from engine.measure.hostload import BUSY_HOST_CORES
 from engine.measure.pipeline_k import describe as describe_k
@@ -266,9 +267,7 @@ def process_lines(rows: list[dict[str, Any]]) -> list[str]:
             state = "provisional" if r.get("provisional") else f"stopped: {r.get('stop_reason') or '-'}"
             out.append(f"  processes [{r['variant']}]: {per} ({state})")
             eager = r.get("process_eager_ms")
-            if isinstance(eager, list) and eager and all(
-                    isinstance(x, (int, float)) and not isinstance(x, bool)
-                    and math.isfinite(x) and x > 0 for x in eager):
+            if isinstance(eager, list) and eager and all(positive(x) for x in eager):
                 out.append("    eager in each: " + ", ".join(f"{x:.4f}" for x in eager) + " ms")
             measured, paired = r.get("measured_median_ms"), r.get("paired_eager_median_ms")
             if not _blank(measured) and not _blank(paired):
@@ -302,15 +301,8 @@ MOVED = 1.25  # a module call this much slower after a process's window than bef
 def moved_line(rows: list[dict[str, Any]]) -> str | None:
     """The processes whose host probe read slower after their window than before it: the host
     slowed while they timed (engine/measure/child.py probes on both sides)."""
-    pairs = []
-    for r in rows:
-        for p in r.get("processes") or []:
-            calls = [p.get(k, {}).get("module_call_us") if isinstance(p, dict)
-                     and isinstance(p.get(k), dict) else None
-                     for k in ("host_probe", "host_probe_after")]
-            if all(isinstance(c, (int, float)) and not isinstance(c, bool)
-                   and math.isfinite(c) and c > 0 for c in calls):
-                pairs.append((str(r["variant"]), float(calls[0]), float(calls[1])))
+    pairs = [(str(r["variant"]), *pair) for r in rows for p in r.get("processes") or []
+             if (pair := probe_pair(p)) is not None]
     moved = [(v, a, b) for v, a, b in pairs if b > MOVED * a]
     if not moved:
         return None

@@ -185,10 +185,6 @@ def eager_per_row_caution(rows: Iterable[Row]) -> str | None:
             "divide into it. Re-run to compare every variant with one eager.")
 
 
-def _positive(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
-
-
 OFF_EAGER = 1.25  # a process's paired eager over the median of the others': its host slowed
 
 
@@ -198,7 +194,7 @@ def off_eager_process(row: Row) -> str | None:
     lacks per-process eager figures (``process_eager_ms``, stored since issue 36)."""
     eager, speeds = row.get("process_eager_ms"), row.get("process_speedups")
     if not isinstance(eager, list) or not isinstance(speeds, list) or len(eager) != len(speeds) \
-            or len(eager) < 3 or not all(_positive(x) for x in eager + speeds):
+            or len(eager) < 3 or not all(fmt.positive(x) for x in eager + speeds):
         return None
     worst = max(range(len(eager)), key=lambda i: eager[i])
     others = sorted(float(x) for i, x in enumerate(eager) if i != worst)
@@ -212,21 +208,25 @@ def off_eager_process(row: Row) -> str | None:
             "or fused code does; a re-run may read near the other processes' speedups")
 
 
+def probe_pair(proc: Any) -> tuple[float, float] | None:
+    """A measuring process's module-call cost (µs) from its host probe before its window and
+    after it (engine/measure/child.py), or None where either is missing."""
+    if not isinstance(proc, Mapping):
+        return None
+    calls = [fmt.positive(p.get("module_call_us")) if isinstance(p, Mapping) else None
+             for p in (proc.get("host_probe"), proc.get("host_probe_after"))]
+    return (calls[0], calls[1]) if calls[0] and calls[1] else None
+
+
 def _probes_of(row: Row, index: int, count: int) -> str:
     """", its host probe read a module call at A µs before the window and B µs after" for
     process ``index``, when the row's processes line up with its per-process figures."""
     procs = row.get("processes")
-    if not isinstance(procs, list) or len(procs) != count or not isinstance(procs[index], Mapping):
+    pair = probe_pair(procs[index]) if isinstance(procs, list) and len(procs) == count else None
+    if pair is None:
         return ""
-    calls = []
-    for key in ("host_probe", "host_probe_after"):
-        probe = procs[index].get(key)
-        value = probe.get("module_call_us") if isinstance(probe, Mapping) else None
-        if not _positive(value):
-            return ""
-        calls.append(float(value))
-    return (f"; its host probe read a module call at {calls[0]:.2f} µs before the window and "
-            f"{calls[1]:.2f} µs after")
+    return (f"; its host probe read a module call at {pair[0]:.2f} µs before the window and "
+            f"{pair[1]:.2f} µs after")
 
 
 def disagreement_cause(row: Row) -> str:

@@ -21,12 +21,13 @@ on every core. ``COMPILELAB_HOST_SETTLE=0`` turns it off.
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from contract.fmt import positive
 
 ENV = "COMPILELAB_HOST_SETTLE"
 SLOW = 1.25
@@ -47,11 +48,6 @@ def _shared_path() -> Path | None:
     return Path(folder) / _FILE if folder else None
 
 
-def _positive(x: Any) -> float | None:
-    ok = isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x > 0
-    return float(x) if ok else None
-
-
 def read_shared(path: Path | None) -> tuple[float | None, float]:
     """The run's fastest module call so far (µs, or None) and the seconds its processes waited."""
     if path is None:
@@ -62,7 +58,7 @@ def read_shared(path: Path | None) -> tuple[float | None, float]:
         return None, 0.0
     if not isinstance(found, dict):
         return None, 0.0
-    return _positive(found.get("fastest_us")), _positive(found.get("waited_s")) or 0.0
+    return positive(found.get("fastest_us")), positive(found.get("waited_s")) or 0.0
 
 
 def write_shared(path: Path | None, fastest_us: float, waited_s: float) -> None:
@@ -90,7 +86,7 @@ def settle(probe: Probe, *, sleep: Callable[[float], None] = time.sleep,
     while True:
         last = probe()
         probes += 1
-        now_us = _positive(last.get("module_call_us"))
+        now_us = positive(last.get("module_call_us"))
         reference = fastest
         slow = now_us is not None and reference is not None and now_us > SLOW * reference
         t0 = clock() if t0 is None else t0  # waiting starts once the first probe read slow
