@@ -460,3 +460,41 @@ def test_a_compile_load_out_of_any_range_is_refused_at_the_bundle(db, good_bundl
                                                      "number out of range"):
         bundle_mod.import_bundle(db, _text(b))
     assert queries.list_runs(db).empty
+
+
+HOSTILE_HOST_RECORDS = {
+    "text": {"host_settle": {"waited_s": SCRIPT, "reference_us": IMAGE, "probes": SCRIPT,
+                             "slow": IMAGE},
+             "host_probe_after": {"module_call_us": SCRIPT, SCRIPT: 1.0}},
+    "numbers": {"host_settle": {"waited_s": -1e308, "reference_us": float("inf"),
+                                "probes": -4, "slow": 1},
+                "host_probe_after": {"module_call_us": -0.5, "launch_us": float("nan")}},
+    "shapes": {"host_settle": [SCRIPT], "host_probe_after": "x"},
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_HOST_RECORDS))
+def test_hostile_host_records_and_per_process_eager_say_nothing(db, case):
+    """A row's host-settle record, its probe after the window and its per-process eager
+    (issue 36), written by anyone who can write the database: pages render, show prints no
+    line about them, nothing of their text reaches a page or the verdict."""
+    from engine.analysis.show import format_run, moved_line, settle_line
+    from engine.analysis.verdict import decide, off_eager_process
+    from storage.records import load_run
+
+    res = copy.deepcopy(mlp_results()[:2])
+    for p in res[1].setdefault("processes", [{"samples_ms": [1.0], "eager_samples_ms": [1.1]}]):
+        p.update(HOSTILE_HOST_RECORDS[case], host_probe={"module_call_us": 0.8})
+    res[1].setdefault("stats", {}).update(process_eager_ms=[SCRIPT, 7.5, -1],
+                                          process_speedups=[1.0, 2.0, 1.0])
+    run_id = seed_done(db, spec("mlp", variants=["eager", "default"]), res)
+    for at in (app("compare", runs=str(run_id)), app("runs")):
+        no_exceptions(at)
+        shown_on_page = _markdown_texts(at)
+        assert SCRIPT not in shown_on_page and IMAGE not in shown_on_page
+    rows = load_run(db, run_id)["variants"]
+    assert settle_line(rows) is None and moved_line(rows) is None
+    assert all(off_eager_process(r) is None for r in rows)
+    shown = format_run(db, run_id)
+    assert SCRIPT not in shown and IMAGE not in shown and "eager in each" not in shown
+    assert not [w for w in decide(rows).warnings if SCRIPT in w or "read eager at" in w]
