@@ -369,8 +369,8 @@ def decide(rows: Iterable[Row], run_id: int | None = None) -> Verdict:
                    lat_choice, thr_choice, short_choice, provisional_note(ok))
 
 
-def _sci(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2e}"
+def _sci(x: float | None, missing: str = "n/a") -> str:
+    return missing if x is None else f"{x:.2e}"
 
 
 def accuracy_failure(r: Row) -> str | None:
@@ -390,8 +390,13 @@ def accuracy_failure(r: Row) -> str | None:
                 worst = f"{name}: {w.get('tensor')}" if w.get("tensor") else name
                 break
         mult, floor = _v(r, "accuracy_multiplier"), _v(r, "accuracy_floor")
+        if _v(r, "eager_error") is None:  # stored as null: inf or NaN in eager's own run
+            return (f"{r['variant']} could not be judged against the {r['reference_dtype']} "
+                    "reference: eager's own error is not a finite number"
+                    + (f" (worst: {worst})" if worst else "") + ", so there is nothing to "
+                    "allow compiled's against: not recommended.")
         return (f"{r['variant']} fails the {r['reference_dtype']} accuracy check: its error "
-                f"against the {r['reference_dtype']} reference is {_sci(_v(r, 'compiled_error'))}"
+                f"against the {r['reference_dtype']} reference is {_sci(_v(r, 'compiled_error'), 'not a finite number')}"
                 f", more than {mult if mult is not None else '?'}x eager's {_sci(_v(r, 'eager_error'))}"
                 + (f" + {floor:g} x the reference's size" if floor else "")
                 + (f" (worst: {worst})" if worst else "")

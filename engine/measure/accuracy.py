@@ -125,7 +125,8 @@ def judge(fp64: Tensors, eager: Tensors, compiled: Tensors | None, *, multiplier
         scale = rmse(torch.zeros_like(ref), ref) if ref.is_floating_point() else 0.0
         rows.append([name, _finite(e), _finite(c), _finite(scale)])
         allowed = multiplier * e + floor * (scale if 0 < scale < math.inf else 1.0)
-        ok = c is None or (c <= allowed)
+        # an eager error that is not finite allows anything: nothing is judged, so no pass
+        ok = c is None or (c <= allowed < math.inf)
         failed += not ok
         # the tensor that decided: highest compiled/allowance; eager alone: highest eager error
         score = (c / allowed if allowed > 0 else math.inf) if c is not None else e
@@ -187,14 +188,14 @@ def judge_whole(fp64: Tensors, eager: Tensors, compiled: Tensors | None, *, mult
         c_all.append((c, k))
         allowed = max(multiplier * e + floor * (scale if 0 < scale < math.inf else 1.0),
                       GROSS_SHARE * scale)
-        if not c <= allowed:  # NaN fails too
+        if not c <= allowed < math.inf:  # NaN fails too, and so does nothing to judge by
             gross.append({"tensor": name, "eager_error": e, "compiled_error": c,
                           "allowed": allowed, "ok": False,
                           "score": c / allowed if allowed > 0 else math.inf})
     e, scale = total(e_all), total(s_all)
     c = total(c_all) if compiled is not None else None
     allowed = multiplier * e + floor * (scale if 0 < scale < math.inf else 1.0)
-    whole_ok = c is None or c <= allowed
+    whole_ok = c is None or c <= allowed < math.inf
     worst: dict[str, Any] = {"tensor": f"all {len(fp64)} tensors together", "eager_error": e,
                              "compiled_error": c, "allowed": allowed, "ok": whole_ok}
     if gross:  # a tensor wrong on its own names the culprit better than the whole model

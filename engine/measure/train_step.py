@@ -134,11 +134,17 @@ def make_optimizer(run: dict[str, Any], params: Any) -> torch.optim.Optimizer:
     return torch.optim.AdamW(params, **kw)
 
 
-def _grad_scaler(device: str) -> Any:
+def _grad_scaler(device: str, init_scale: float | None) -> Any:
+    kw = {} if init_scale is None else {"init_scale": init_scale}
     try:
-        return torch.amp.GradScaler(device.split(":")[0])
+        return torch.amp.GradScaler(device.split(":")[0], **kw)
     except (AttributeError, TypeError):  # older torch: CUDA only
-        return torch.cuda.amp.GradScaler()
+        return torch.cuda.amp.GradScaler(**kw)
+
+
+# GradScaler halves its scale on every step whose float16 gradients overflow; from its default
+# start (65536) a large model needs a few such skipped steps, 24 reach a scale of 1/256.
+MAX_SCALE_STEPS = 24
 
 
 def _mark_step() -> None:
@@ -153,7 +159,8 @@ class Replica:
 
     def __init__(self, run: dict[str, Any], model: nn.Module, loss_fn: LossFn, inputs: tuple,
                  device: str, *, autocast: str | None, compile_model: dict[str, Any] | None,
-                 compile_optimizer: dict[str, Any] | None) -> None:
+                 compile_optimizer: dict[str, Any] | None, init_scale: float | None = None,
+                 track_skips: bool = False) -> None:
         self.model = model
         self.inputs = inputs
         self.module: nn.Module = WithLoss(model, loss_fn)
@@ -166,8 +173,14 @@ class Replica:
             self.opt.step = torch.compile(self.opt.step, **compile_optimizer)  # type: ignore
         self.device_type = device.split(":")[0]
         self.autocast = autocast
-        self.scaler = _grad_scaler(device) if autocast == "float16" else None
+        self.scaler = _grad_scaler(device, init_scale) if autocast == "float16" else None
         self.compiled = compile_model is not None or compile_optimizer is not None
+        # accuracy runs only: reading the scale synchronises, so the timed steps never do
+        self.track_skips = track_skips and self.scaler is not None
+        self.skipped: list[bool] = []
+        # steps (0-based) whose optimizer update is left out, as GradScaler left it out in the
+        # run this copy is compared with (the float64 reference has no scaler of its own)
+        self.skip_steps: frozenset[int] = frozenset()
 
     def step(self, mark: Mark | None = None) -> torch.Tensor:
         """One training step; returns the loss (a tensor: reading it would synchronise).
@@ -184,19 +197,33 @@ class Replica:
         if mark is not None:
             mark(1)
         if self.scaler is not None:
-            self.scaler.scale(loss).backward()
-            if mark is not None:
-                mark(2)
-            self.scaler.step(self.opt)
-            self.scaler.update()
+            self._scaled_update(loss, mark)
         else:
             loss.backward()
             if mark is not None:
                 mark(2)
-            self.opt.step()
+            if not self._mirror_skip():
+                self.opt.step()
         if mark is not None:
             mark(3)
         return loss
+
+    def _mirror_skip(self) -> bool:
+        """Whether this step's update is one the compared run's GradScaler skipped."""
+        if not self.skip_steps:
+            return False
+        self.skipped.append(len(self.skipped) in self.skip_steps)
+        return self.skipped[-1]
+
+    def _scaled_update(self, loss: torch.Tensor, mark: Mark | None) -> None:
+        before = self.scaler.get_scale() if self.track_skips else 0.0
+        self.scaler.scale(loss).backward()
+        if mark is not None:
+            mark(2)
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        if self.track_skips:  # GradScaler halves its scale exactly when it skipped the step
+            self.skipped.append(self.scaler.get_scale() < before)
 
     def resident_bytes(self) -> int:
         """Device bytes this copy keeps between steps: parameters, buffers, gradients and
@@ -288,6 +315,9 @@ class Training:
         self.is_eager = variant == "eager"
         self.compiles_optimizer = compile_opt
         base = {"backend": run.get("backend", "inductor")}
+        self.init_scale: float | None = None
+        if self.autocast == "float16":
+            self.init_scale = self._settled_scale()
         model_kw = None
         if mode != "eager":  # mode, dynamic, fullgraph, inductor options (engine/grid.py)
             model_kw = grid.compile_kwargs(run, variant)
@@ -301,11 +331,31 @@ class Training:
 
     def _replica(self, model: nn.Module, compile_model: dict[str, Any] | None,
                  compile_optimizer: dict[str, Any] | None, *, autocast: str | None = "run",
-                 loss_fn: LossFn | None = None, inputs: tuple | None = None) -> Replica:
+                 loss_fn: LossFn | None = None, inputs: tuple | None = None,
+                 track_skips: bool = False) -> Replica:
         return Replica(self.run, model, loss_fn or self.loss_fn,
                        self.inputs if inputs is None else inputs, self.device,
                        autocast=self.autocast if autocast == "run" else autocast,
-                       compile_model=compile_model, compile_optimizer=compile_optimizer)
+                       compile_model=compile_model, compile_optimizer=compile_optimizer,
+                       init_scale=self.init_scale, track_skips=track_skips)
+
+    def _settled_scale(self) -> float:
+        """The scale GradScaler settles on from the initial state, which every copy's scaler
+        starts from. From its default start a model whose float16 gradients overflow skips
+        its first steps (no update, gradients inf); the float64 reference never skips, so
+        eager and compiled would be judged on updates they did not make (a ResNet-50 read
+        2.9 against float64 that way). Skipped steps change nothing but the scale, so the
+        scale at the first step that is not skipped is where a training run goes on from."""
+        rep = self._replica(copy.deepcopy(self.initial).to(self.device), None, None,
+                            track_skips=True)
+        scale = float(rep.scaler.get_scale())
+        for _ in range(MAX_SCALE_STEPS):
+            rep.step()
+            if not rep.skipped[-1]:
+                break
+            scale = float(rep.scaler.get_scale())
+        del rep
+        return scale
 
     def variant_step(self) -> torch.Tensor:
         """The timed step of this variant; the first ``accuracy_steps`` losses are kept."""
@@ -351,21 +401,25 @@ class Training:
         """What ``torch._dynamo.explain`` traces for graph breaks: model and loss."""
         return self.main.module, self.inputs
 
-    def _run_from_start(self, dtype: torch.dtype | None) -> accuracy.Tensors:
-        """``accuracy_steps`` eager steps from the initial state; float64: no autocast."""
+    def _run_from_start(self, dtype: torch.dtype | None, skips: frozenset[int] = frozenset()
+                        ) -> tuple[accuracy.Tensors, list[bool]]:
+        """``accuracy_steps`` eager steps from the initial state; float64: no autocast, and no
+        update on ``skips``, the steps the compared run's GradScaler skipped. Returns the state
+        and which steps were skipped."""
         model = copy.deepcopy(self.initial).to(self.device)
         inputs = self.inputs
         if dtype is not None:
             model = model.to(dtype)
             inputs = accuracy.to_float64(inputs)
         rep = self._replica(model, None, None, autocast=None if dtype is not None else "run",
-                            inputs=inputs)
+                            inputs=inputs, track_skips=True)
+        rep.skip_steps = skips
         losses, grads = [], {}
         for i in range(self.n_steps):
             losses.append(rep.step().detach().clone())
             if i == 0:
                 grads = gradients(rep.model)
-        return {**rep.snapshot(losses), **grads}
+        return {**rep.snapshot(losses), **grads}, rep.skipped
 
     @staticmethod
     def _updates(state: accuracy.Tensors, start: accuracy.Tensors) -> accuracy.Tensors:
@@ -378,9 +432,10 @@ class Training:
         mult = float(self.run.get("accuracy_multiplier", accuracy.DEFAULT_MULTIPLIER))
         floor = accuracy.floor_for(self.run)
         try:
-            eager_a = self._run_from_start(None)
-            eager_b = self._run_from_start(None)
-            fp64 = self._run_from_start(torch.float64)
+            eager_a, skipped = self._run_from_start(None)
+            eager_b, _ = self._run_from_start(None)
+            fp64, _ = self._run_from_start(
+                torch.float64, frozenset(i for i, s in enumerate(skipped) if s))
         except Exception as e:
             return accuracy.failed(f"float64 reference failed: {type(e).__name__}: {e}")
         compiled = self.compiled_state
@@ -405,6 +460,9 @@ class Training:
         extra: dict[str, Any] = {"step": "train", "steps": self.n_steps,
                                  "final_loss_fp64": float(fp64[f"loss@{self.n_steps}"]),
                                  "final_loss_eager": float(eager_a[f"loss@{self.n_steps}"])}
+        if self.init_scale is not None:
+            extra.update(grad_scale=self.init_scale,
+                         scaler_skipped_steps=[i + 1 for i, s in enumerate(skipped) if s])
         out: dict[str, Any] = {}
         if compiled is not None:
             extra["final_loss_compiled"] = float(compiled[f"loss@{self.n_steps}"])
