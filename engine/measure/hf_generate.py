@@ -13,7 +13,8 @@ existed; the first ``put`` is the prompt itself. What is compiled: the model's `
 with the variant's own ``torch.compile`` options, as the transformers docs show for a static
 cache; ``disable_compile=True`` keeps generate() from compiling on its own (it does so on CUDA
 with a static cache), so eager stays eager and each variant is the mode it names. The forward is
-restored afterwards. Where the installed transformers cannot do this, the figure holds the error
+restored afterwards. Under CUDA graphs (reduce-overhead, max-autotune) each forward starts a new
+CUDA-graph step and its outputs are cloned (:func:`step_safe` says why). Where the installed transformers cannot do this, the figure holds the error
 and the run goes on.
 """
 
@@ -24,8 +25,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
 from engine.measure import decode, signals
+from engine.measure.losttime import CUDAGRAPH_MODES
 from engine.measure.timing import Timer
 
 
@@ -74,6 +77,30 @@ def _one(inner: torch.nn.Module, ids: torch.Tensor, new_tokens: int, timer: Time
             "compiled_steps": compiled_steps}
 
 
+def uses_cudagraphs(compile_kwargs: dict[str, Any] | None, device: torch.device) -> bool:
+    """Whether the compiled forward replays CUDA graphs (its mode, or inductor's option)."""
+    if compile_kwargs is None or device.type != "cuda":
+        return False
+    options = compile_kwargs.get("options") or {}
+    return (compile_kwargs.get("mode") in CUDAGRAPH_MODES
+            or bool(options.get("triton.cudagraphs")))
+
+
+def step_safe(compiled: Callable[..., Any]) -> Callable[..., Any]:
+    """The compiled forward as generate() must call it under CUDA graphs: each decoding step a
+    new CUDA-graph step, its tensors cloned out of the graph's memory. generate() reads a
+    step's outputs after the next replay has overwritten them (torch refuses: "accessing
+    tensor output of CUDAGraphs that has been overwritten by a subsequent run"); torch's
+    message names these two remedies, which a user's own loop needs too, so they are timed."""
+    mark = torch.compiler.cudagraph_mark_step_begin
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        mark()
+        return pytree.tree_map_only(torch.Tensor, torch.Tensor.clone,
+                                    compiled(*args, **kwargs))
+    return forward
+
+
 def measure(model: torch.nn.Module, compile_kwargs: dict[str, Any] | None, timer: Timer, *,
             seed: int, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
     """The ``hf_generate`` figure of one variant: ``compile_kwargs`` None for eager, else the
@@ -85,6 +112,9 @@ def measure(model: torch.nn.Module, compile_kwargs: dict[str, Any] | None, timer
     device = next(inner.parameters()).device
     ids = torch.randint(0, int(cfg["vocab"]), (batch, prompt), generator=gen).to(device)
     compiled = None if compile_kwargs is None else torch.compile(inner.forward, **compile_kwargs)
+    graphs = uses_cudagraphs(compile_kwargs, device)
+    if graphs:
+        compiled = step_safe(compiled)
 
     def side(forward: Callable[..., Any] | None) -> decode.GenFn:
         def run(per_step: bool, watch: bool) -> dict[str, Any]:
@@ -104,5 +134,6 @@ def measure(model: torch.nn.Module, compile_kwargs: dict[str, Any] | None, timer
     except Exception as e:  # an older/newer transformers without this path: say so, go on
         return {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
                 if str(e).strip() else type(e).__name__}
-    out["path"] = "transformers generate(), static cache, greedy"
+    out["path"] = "transformers generate(), static cache, greedy" + (
+        "; CUDA graphs: a new step and the outputs cloned on every forward" if graphs else "")
     return out

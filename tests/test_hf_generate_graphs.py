@@ -1,0 +1,40 @@
+"""generate() under CUDA graphs: each forward starts a CUDA-graph step and hands generate()
+clones, so a step's outputs stay readable after the next replay (on the GPU, without this,
+hf:llama and hf:mistral with reduce-overhead ended "accessing tensor output of CUDAGraphs that
+has been overwritten by a subsequent run")."""
+
+import torch
+
+from engine.measure import hf_generate
+
+CUDA, CPU = torch.device("cuda", 0), torch.device("cpu")
+
+
+def test_which_variants_replay_cuda_graphs():
+    assert hf_generate.uses_cudagraphs({"mode": "reduce-overhead"}, CUDA)
+    assert hf_generate.uses_cudagraphs({"mode": "max-autotune"}, CUDA)
+    assert hf_generate.uses_cudagraphs({"options": {"triton.cudagraphs": True}}, CUDA)
+    assert not hf_generate.uses_cudagraphs({"mode": "max-autotune-no-cudagraphs"}, CUDA)
+    assert not hf_generate.uses_cudagraphs({"mode": "default"}, CUDA)
+    assert not hf_generate.uses_cudagraphs(None, CUDA)
+    assert not hf_generate.uses_cudagraphs({"mode": "reduce-overhead"}, CPU)
+
+
+def test_each_forward_is_a_new_step_and_returns_clones(monkeypatch):
+    marks = []
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marks.append(1))
+    held = torch.arange(4.0)
+    cache = object()  # a static cache object passes through as it is
+
+    def compiled(ids, **kw):
+        return {"logits": held, "past_key_values": cache, "hidden": (held, None)}
+
+    fwd = hf_generate.step_safe(compiled)
+    out = fwd(torch.zeros(1), use_cache=True)
+    assert marks == [1]
+    assert torch.equal(out["logits"], held)
+    assert out["logits"].data_ptr() != held.data_ptr()
+    assert out["hidden"][0].data_ptr() != held.data_ptr() and out["hidden"][1] is None
+    assert out["past_key_values"] is cache
+    fwd(torch.zeros(1))
+    assert marks == [1, 1]
