@@ -120,9 +120,11 @@ def triton_lines(db, run_ids: list[int]) -> list[str]:
 
 
 def check_autotune(db, run_id: int) -> list[str]:
-    """A max-autotune variant's warm-cache compiles: no kernel autotuned again
-    (``autotune_cache_state`` has no miss; the hits are the best configs found) and no
-    algorithm selection was benchmarked again. Problems, one line each (empty: it held)."""
+    """A max-autotune variant's warm-cache compiles: every Triton kernel with an autotune
+    decision found its best config in the cache (``autotune_cache_state`` has no miss).
+    Algorithm selections benchmarked again (``select_algorithm_autotune``) are printed, not
+    failed: torch 2.11 does that in a fresh process after FX-graph and AOTAutograd cache hits
+    with no engine involved (docs/METHOD.md, compile forensics). Problems, one line each."""
     problems = []
     for v in run_json(db, run_id)["variants"]:
         if not v["variant"].startswith("max-autotune") or v["status"] != "ok":
@@ -133,12 +135,16 @@ def check_autotune(db, run_id: int) -> list[str]:
         for c in warm:
             states = c.get("autotune_cache_state") or {}
             again = (c.get("counters") or {}).get("select_algorithm_autotune", 0)
-            if states.get("miss") or again:
+            if states.get("miss"):
                 problems.append(f"run {run_id} {v['variant']}: warm-cache compile autotune "
-                                f"states {states}, select_algorithm_autotune={again}")
+                                f"states {states}")
             elif not states.get("hit"):  # only single-config kernels: nothing to look up
                 print(f"note: run {run_id} {v['variant']}: no kernel with an autotune decision "
                       f"in the warm-cache compile ({states}); nothing was tuned again")
+            if again:
+                print(f"note: run {run_id} {v['variant']}: the warm-cache compile benchmarked "
+                      f"{again} algorithm selection(s) again (select_algorithm_autotune), as "
+                      "torch does in a plain script")
     return problems
 
 

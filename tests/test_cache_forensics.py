@@ -87,6 +87,18 @@ def test_show_says_what_the_triton_and_autotune_caches_did():
                                                                       "x": 2}}) == {"x": 2}
 
 
+def test_show_says_when_a_warm_compile_benchmarked_its_algorithm_choices_again():
+    """What torch 2.11 did on an H100 for the seed MLP: FX graph and AOTAutograd hits, every
+    Triton kernel's best config found, and still two GEMM selections benchmarked."""
+    warm = {**RECORDED[1], "counters": {**RECORDED[1]["counters"],
+                                        "select_algorithm_autotune": 2}}
+    text = forensics_report.cache_line({"variant": "max-autotune",
+                                        "compile_cache": [RECORDED[0], warm]})
+    assert "algorithm choices benchmarked again [max-autotune]" in text
+    assert "algorithm choices benchmarked again" not in forensics_report.cache_line(
+        {"variant": "max-autotune", "compile_cache": RECORDED})
+
+
 def test_dashboard_cache_table_has_triton_and_autotune_columns():
     from dashboard import charts_forensics
 

@@ -65,6 +65,13 @@ def cache_line(row: dict[str, Any]) -> str | None:
         parts[part] = parts.get(part, 0) + 1
     text = f"  compile cache [{row['variant']}]: " + " | ".join(
         part + (f" (×{k} processes)" if k > 1 else "") for part, k in parts.items())
+    again = [c for c in entries if c.get("phase") == "warm_cache"
+             and (c.get("counters") or {}).get("select_algorithm_autotune")]
+    if again:
+        text += (f"\n  algorithm choices benchmarked again [{row['variant']}]: the warm-cache "
+                 "compile ran select_algorithm's benchmarks (select_algorithm_autotune > 0) "
+                 "although its FX graph came from the cache; torch does the same outside "
+                 "the engine (docs/METHOD.md, compile forensics)")
     if row.get("warm_cache_missed"):
         text += f"\n  WARM CACHE MISSED [{row['variant']}]: {row.get('warm_cache_miss_reason')}"
     return text
