@@ -355,6 +355,9 @@ class Training:
                 break
             scale = float(rep.scaler.get_scale())
         del rep
+        if self.device.startswith("cuda"):
+            # its freed blocks would stay reserved and count in the variant's peak memory
+            torch.cuda.empty_cache()
         return scale
 
     def variant_step(self) -> torch.Tensor:
