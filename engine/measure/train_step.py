@@ -343,8 +343,7 @@ class Training:
         """The scale GradScaler settles on from the initial state, which every copy's scaler
         starts from. From its default start a model whose float16 gradients overflow skips
         its first steps (no update, gradients inf); the float64 reference never skips, so
-        eager and compiled would be judged on updates they did not make (a ResNet-50 read
-        2.9 against float64 that way). Skipped steps change nothing but the scale, so the
+        eager and compiled would be judged on updates they did not make. Skipped steps change nothing but the scale, so the
         scale at the first step that is not skipped is where a training run goes on from."""
         rep = self._replica(copy.deepcopy(self.initial).to(self.device), None, None,
                             track_skips=True)
