@@ -29,7 +29,9 @@ def render(variants: pd.DataFrame) -> list[go.Figure]:
                     "cache, a warm-cache one should only hit). FX graph and AOTAutograd caches; "
                     "Triton kernels bundled with a cached graph (`triton_bundler_save_kernel` "
                     "on a miss, `triton_bundler_read_and_emit_kernel` on a hit); max-autotune "
-                    "selections benchmarked (`select_algorithm_autotune`); kernels per autotune "
+                    "selections benchmarked (`select_algorithm_autotune`: torch benchmarks them "
+                    "again in a fresh process even after FX-graph cache hits, so a warm-cache "
+                    "count above 0 is torch's, docs/METHOD.md); kernels per autotune "
                     "cache decision (`autotune_cache_state`). A CPU compile has no Triton "
                     "kernels: those stay 0.")
         st.dataframe(safe.frame(caches), hide_index=True, placeholder=DASH, key="compile-caches")
