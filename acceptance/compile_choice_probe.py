@@ -47,11 +47,18 @@ with torch.inference_mode():
     c, e = [], []
     for _ in range(a["rounds"]):
         c.append(rounds(comp, 40)); e.append(rounds(eager, 40))
-configs = sorted(p.read_text() for p in pathlib.Path(a["cache"]).rglob("*.best_config"))
+def choice(p):  # block sizes, warps, stages: not the timing or hashes stored beside them
+    try:
+        d = json.loads(p.read_text())
+    except ValueError:
+        return p.name + " unreadable"
+    keep = {k: v for k, v in d.items() if k.isupper() or k in ("num_warps", "num_stages")}
+    return p.name.split(".")[0] + " " + json.dumps(keep, sort_keys=True)
+configs = sorted(choice(p) for p in pathlib.Path(a["cache"]).rglob("*.best_config"))
 digest = hashlib.sha1("\n".join(configs).encode()).hexdigest()[:10]
 print("RESULT " + json.dumps({"compiled_ms": statistics.median(c), "eager_ms": statistics.median(e),
       "speedup": statistics.median(ei / ci for ei, ci in zip(e, c)), "best_configs": len(configs),
-      "digest": digest}))
+      "digest": digest, "choices": configs}))
 """
 
 
@@ -78,13 +85,19 @@ def main() -> int:
         for phase in ("cold", "warm"):
             r = child(args.mode, cache, args.rounds)
             rows.append((k, phase, r))
-            print(f"cache {k} {phase}: {json.dumps(r)}", flush=True)
+            shown = {key: v for key, v in r.items() if key != "choices"}
+            print(f"cache {k} {phase}: {json.dumps(shown)}", flush=True)
     ok = [(k, r) for k, _, r in rows if "compiled_ms" in r]
     if ok:
         per_cache = {k: [r["compiled_ms"] for kk, r in ok if kk == k] for k, _ in ok}
         means = [statistics.fmean(v) for v in per_cache.values()]
         within = [max(v) / min(v) - 1 for v in per_cache.values() if len(v) > 1]
         print(f"compiled ms per cache: {per_cache}")
+        chosen = {k: set(r.get("choices") or []) for k, ph, r in rows if ph == "cold"}
+        common = set.intersection(*chosen.values()) if chosen else set()
+        for k, c in chosen.items():
+            for line in sorted(c - common):
+                print(f"cache {k} chose: {line}")
         print(f"between caches: {100 * (max(means) / min(means) - 1):.1f} % spread of the "
               f"means; within a cache: up to {100 * max(within or [0]):.1f} %")
     return 0
