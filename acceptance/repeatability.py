@@ -50,6 +50,7 @@ def run_once(name: str, db: str, device: str, extra: list[str]) -> int:
 def table(db_url: str, tags: dict[str, str] | None = None) -> int:
     """Every pair of runs of one config, by tag (``{name: tag}``; default the acceptance
     configs' ``repeat-NAME``); returns 1 when a pair fails."""
+    from engine.analysis import repeat
     from storage import open_database, queries
 
     db = open_database(db_url)
@@ -74,9 +75,7 @@ def table(db_url: str, tags: dict[str, str] | None = None) -> int:
                       f"{r['eager_median_ms']:>9.4f} {r['median_ms']:>8.4f} "
                       f"{str(r['stop_reason']):>22}")
             for a, b in itertools.combinations(rows, 2):
-                ha = (a["speedup_ci_high"] - a["speedup_ci_low"]) / 2
-                hb = (b["speedup_ci_high"] - b["speedup_ci_low"]) / 2
-                gap, bound = abs(a["speedup"] - b["speedup"]), 1.5 * math.hypot(ha, hb)
+                gap, bound = repeat.pair_gap(a, b) or (math.inf, 0.0)
                 ok = gap <= bound
                 failures += not ok
                 print(f"{'':>16} pair {a['run_id']}-{b['run_id']}: |dS| {gap:.3f} <= "

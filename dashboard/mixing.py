@@ -9,10 +9,14 @@ print it above the figures.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
+
+from contract.config_key import config_key
+from engine.analysis import repeat
 
 
 def _env(key: str) -> Callable[[pd.Series], Any]:
@@ -108,3 +112,62 @@ def probe_notice(variants: pd.DataFrame) -> str | None:
     return ("The hosts of these runs launch work at different speeds — " + "; ".join(said)
             + ". A launch-bound eager (and so its speedup) can differ between them for that "
             "reason alone.")
+
+
+MAX_PAIRS_SAID = 4
+
+
+def _config_groups(runs: pd.DataFrame) -> list[list[int]]:
+    """Run ids grouped by configuration (contract/config_key.py); runs whose stored spec is not
+    a readable mapping are left out."""
+    groups: dict[str, list[int]] = {}
+    if runs is None or runs.empty or "spec" not in runs.columns:
+        return []
+    for _, r in runs.iterrows():
+        spec = r.get("spec")
+        if not isinstance(spec, Mapping):
+            continue
+        try:
+            key = config_key(spec)
+        except (TypeError, ValueError):
+            continue
+        groups.setdefault(key, []).append(int(r["run_id"]))
+    return [ids for ids in groups.values() if len(ids) > 1]
+
+
+def repeat_notice(runs: pd.DataFrame, variants: pd.DataFrame) -> str | None:
+    """One sentence when runs of one configuration read a variant's speedup further apart than
+    their intervals allow (engine/analysis/repeat.py), naming the pairs; None otherwise."""
+    if variants is None or variants.empty or not {"run_id", "variant"} <= set(variants.columns):
+        return None
+    status = (variants["status"] if "status" in variants.columns
+              else pd.Series("ok", index=variants.index))
+    ok = variants[(variants["variant"] != "eager") & (status == "ok")]
+    said: list[str] = []
+    for ids in _config_groups(runs):
+        rows = ok[ok["run_id"].isin(ids)]
+        for variant, g in rows.groupby("variant", sort=False):
+            recs = g.sort_values("run_id").to_dict("records")
+            for a, b in itertools.combinations(recs, 2):
+                if repeat.apart(a, b):
+                    said.append(f"{variant} {_fig(a)} in #{a['run_id']} against {_fig(b)} in "
+                                f"#{b['run_id']} ({_rel(a, b)} apart)")
+    if not said:
+        return None
+    more = len(said) - MAX_PAIRS_SAID
+    return ("Runs of one configuration read further apart than their intervals allow — "
+            + "; ".join(said[:MAX_PAIRS_SAID]) + (f"; and {more} more pair(s)" if more > 0 else "")
+            + ". Each run's interval covers the spread among its own measuring processes, not "
+            "what differs between runs (another compile, the device's or host's state), so "
+            "decide on these runs together rather than on one run's interval.")
+
+
+def _fig(r: Mapping[str, Any]) -> str:
+    # three significant digits: 0.696x and 0.702x, which two decimals would print alike
+    s, lo, hi = (float(r[k]) for k in ("speedup", "speedup_ci_low", "speedup_ci_high"))
+    return f"{s:.3g}× ±{100 * (hi - lo) / 2 / s:.1f} %"
+
+
+def _rel(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+    lo, hi = sorted((float(a["speedup"]), float(b["speedup"])))
+    return f"{100 * (hi / lo - 1):.1f} %"

@@ -169,6 +169,8 @@ def build_report(
     parts = document_head(title, generated_at, permalink)
     if notice := mixing.notice(runs):
         parts.append(f"<p class='notice'><b>Different machines or software.</b> {_e(notice)}</p>")
+    if notice := mixing.repeat_notice(runs, variants):
+        parts.append(f"<p class='notice'><b>Runs that do not repeat.</b> {_e(notice)}</p>")
 
     # 1. verdict and 2. headline figures, run by run
     parts.append("<h2>Verdict and headline figures</h2>")

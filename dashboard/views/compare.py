@@ -92,6 +92,9 @@ def notices() -> None:
     probes = mixing.probe_notice(variants)
     if probes:
         st.warning(safe.md(probes, 1500), icon=":material/speed:")
+    repeats = mixing.repeat_notice(runs, variants)
+    if repeats:
+        st.warning(safe.md(repeats, 2000), icon=":material/difference:")
 
 
 if many:

@@ -1,0 +1,44 @@
+"""Whether one variant's speedup repeats between two runs of one configuration.
+
+The pair test: ``|S_a - S_b| <= 1.5 * sqrt(h_a^2 + h_b^2)`` (``h``: an interval's half-width).
+Two honest 95 % intervals of the same quantity fail it rarely (their difference's own 95 %
+half-width is about ``sqrt(h_a^2 + h_b^2)``; 1.5 times that leaves room for asymmetric
+intervals). A failing pair means the runs differ by more than either run's interval holds: each
+interval covers the spread among its own processes, not what differs between runs.
+Pure Python: the acceptance scripts, the compare page and the report read it alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from contract.fmt import is_num
+
+SPREAD = 1.5
+
+
+def _interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
+    s, lo, hi = row.get("speedup"), row.get("speedup_ci_low"), row.get("speedup_ci_high")
+    if not (is_num(s) and is_num(lo) and is_num(hi)):
+        return None
+    s, lo, hi = float(s), float(lo), float(hi)
+    if not (0 < lo <= s <= hi) or not all(map(math.isfinite, (s, lo, hi))):
+        return None  # a hand-edited or broken row: no verdict from it
+    return s, (hi - lo) / 2
+
+
+def pair_gap(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[float, float] | None:
+    """``(|S_a - S_b|, 1.5 * sqrt(h_a^2 + h_b^2))`` for two variant rows, or None when either
+    has no usable speedup and interval."""
+    ia, ib = _interval(a), _interval(b)
+    if ia is None or ib is None:
+        return None
+    return abs(ia[0] - ib[0]), SPREAD * math.hypot(ia[1], ib[1])
+
+
+def apart(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """True when the two rows' speedups differ by more than their intervals allow."""
+    gap = pair_gap(a, b)
+    return gap is not None and gap[0] > gap[1]

@@ -1,0 +1,82 @@
+"""Runs of one configuration whose speedups differ by more than their intervals allow are named
+on the compare page and in the report (dashboard/mixing.repeat_notice, engine/analysis/repeat)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dashboard import report
+from dashboard.mixing import repeat_notice
+from engine.analysis import repeat
+
+SPEC = {"model": "bert_base", "dims": {"batch": 8, "seq": 128}, "dtype": "bfloat16",
+        "device": "cuda", "variants": ["eager", "reduce-overhead"]}
+
+
+def _frames(figures: dict[int, tuple], specs: dict[int, dict] | None = None):
+    runs = pd.DataFrame([{"run_id": rid, "spec": (specs or {}).get(rid, SPEC), "model": "bert_base",
+                          "dims_label": "batch=8", "dtype": "bfloat16", "device": "cuda"}
+                         for rid in figures])
+    rows = []
+    for rid, (s, lo, hi) in figures.items():
+        rows.append({"run_id": rid, "variant": "eager", "status": "ok", "speedup": 1.0,
+                     "speedup_ci_low": None, "speedup_ci_high": None})
+        rows.append({"run_id": rid, "variant": "reduce-overhead", "status": "ok", "speedup": s,
+                     "speedup_ci_low": lo, "speedup_ci_high": hi})
+    return runs, pd.DataFrame(rows)
+
+
+# three H100 runs of BERT-base reduce-overhead: 1 and 2 repeat, 4 is apart from both
+H100 = {1: (3.21, 3.19, 3.23), 2: (3.25, 3.21, 3.29), 4: (3.37, 3.34, 3.39)}
+
+
+def test_the_pair_test():
+    a, b = {"speedup": 3.21, "speedup_ci_low": 3.19, "speedup_ci_high": 3.23}, \
+        {"speedup": 3.37, "speedup_ci_low": 3.34, "speedup_ci_high": 3.39}
+    gap, bound = repeat.pair_gap(a, b)
+    assert math.isclose(gap, 0.16) and math.isclose(bound, 1.5 * math.hypot(0.02, 0.025))
+    assert repeat.apart(a, b)
+    assert not repeat.apart(a, {**a, "speedup": 3.23})
+
+
+def test_runs_that_do_not_repeat_are_named_with_their_figures():
+    text = repeat_notice(*_frames(H100))
+    assert "reduce-overhead 3.21× ±0.6 % in #1 against 3.37× ±0.7 % in #4 (5.0 % apart)" in text
+    assert "in #2 against" in text and "#1 against 3.25" not in text  # 1-2 repeat
+    assert "decide on these runs together" in text
+
+
+def test_repeating_runs_and_other_configs_say_nothing():
+    assert repeat_notice(*_frames({1: H100[1], 2: H100[2]})) is None
+    other = {**SPEC, "dims": {"batch": 16, "seq": 128}}
+    assert repeat_notice(*_frames({1: H100[1], 4: H100[4]}, {4: other})) is None
+    # measuring options are not the config: more processes, same configuration
+    more = {**SPEC, "processes": 6}
+    assert repeat_notice(*_frames({1: H100[1], 4: H100[4]}, {4: more})) is not None
+
+
+def test_hostile_rows_give_no_sentence_and_no_error():
+    bad = [("3.3", 3.2, 3.4), (float("nan"), 3.2, 3.4), (3.3, 3.4, 3.2), (3.3, -1.0, 3.4),
+           (math.inf, 3.2, math.inf), (None, None, None)]
+    for fig in bad:
+        assert repeat_notice(*_frames({1: H100[1], 4: fig})) is None, fig
+    assert repeat_notice(*_frames(H100, {4: "not a spec", 2: {"model": ["x"]}})) is None
+    assert repeat_notice(pd.DataFrame(), pd.DataFrame()) is None
+
+
+def test_the_report_prints_it_as_text():
+    from test_dashboard_data import bert_results, frames, runs_frame, spec, variant_result
+
+    faster = [variant_result("reduce-overhead", 5.97, 1.0, first_cold_s=17.0,
+                             first_warm_s=4.5, seed=2) if r["variant"] == "reduce-overhead"
+              else r for r in bert_results()]
+    f = frames({1: bert_results(), 2: faster})
+    runs = runs_frame({1: spec("bert"), 2: spec("bert")})
+    said = repeat_notice(runs, f["variants"])
+    assert said and "reduce-overhead" in said and "in #1 against" in said
+    html = report.build_report(runs, f["variants"], [], [])
+    assert "<b>Runs that do not repeat.</b>" in html and "in #1 against" in html
+    other = runs_frame({1: spec("bert"), 2: spec("bert", dtype="bfloat16")})
+    assert "Runs that do not repeat." not in report.build_report(other, f["variants"], [], [])
