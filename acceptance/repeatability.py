@@ -55,7 +55,7 @@ def table(db_url: str, tags: dict[str, str] | None = None) -> int:
 
     db = open_database(db_url)
     runs = queries.list_runs(db)
-    failures = 0
+    failures, pairs = 0, 0
     for name, tag in (tags or {n: f"repeat-{n}" for n in CONFIGS}).items():
         ids = sorted(int(r) for r, run_tags in zip(runs["run_id"], runs["tags"], strict=True)
                      if tag in (run_tags or []))
@@ -78,9 +78,13 @@ def table(db_url: str, tags: dict[str, str] | None = None) -> int:
                 gap, bound = repeat.pair_gap(a, b) or (math.inf, 0.0)
                 ok = gap <= bound
                 failures += not ok
+                pairs += 1
                 print(f"{'':>16} pair {a['run_id']}-{b['run_id']}: |dS| {gap:.3f} <= "
                       f"{bound:.3f}  {'PASS' if ok else 'FAIL'}")
-    print(f"\n{'all pairs pass' if not failures else f'{failures} pair(s) FAIL'}")
+    if not pairs:  # nothing compared is not a pass
+        print("\nno two runs of one config with these tags: nothing compared")
+        return 2
+    print(f"\n{f'all {pairs} pairs pass' if not failures else f'{failures} of {pairs} pair(s) FAIL'}")
     return 1 if failures else 0
 
 
