@@ -38,3 +38,19 @@ def test_each_forward_is_a_new_step_and_returns_clones(monkeypatch):
     assert out["past_key_values"] is cache
     fwd(torch.zeros(1))
     assert marks == [1, 1]
+
+
+def test_a_model_output_pytree_does_not_know_is_cloned_too(monkeypatch):
+    """A dict subclass torch's pytree has no entry for (as a ModelOutput before transformers
+    registered it) is a leaf to tree_map: its tensors are cloned all the same."""
+    import collections
+
+    class Output(collections.OrderedDict):
+        pass
+
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: None)
+    held = torch.ones(3)
+    out = hf_generate.step_safe(lambda: Output(logits=held, extra=[held]))()
+    assert isinstance(out, Output)
+    assert out["logits"].data_ptr() != held.data_ptr()
+    assert out["extra"][0].data_ptr() != held.data_ptr()

@@ -96,9 +96,19 @@ def step_safe(compiled: Callable[..., Any]) -> Callable[..., Any]:
 
     def forward(*args: Any, **kwargs: Any) -> Any:
         mark()
-        return pytree.tree_map_only(torch.Tensor, torch.Tensor.clone,
-                                    compiled(*args, **kwargs))
+        return _cloned(compiled(*args, **kwargs))
     return forward
+
+
+def _cloned(out: Any) -> Any:
+    """Every tensor of ``out`` cloned. A ``ModelOutput`` is a dict whose items are its fields;
+    transformers registers it with torch's pytree only once an instance was built outside a
+    compile, so its items are walked here rather than trusting the registration."""
+    if isinstance(out, dict):
+        for key in list(out.keys()):
+            out[key] = _cloned(out[key])
+        return out
+    return pytree.tree_map_only(torch.Tensor, torch.Tensor.clone, out)
 
 
 def measure(model: torch.nn.Module, compile_kwargs: dict[str, Any] | None, timer: Timer, *,
