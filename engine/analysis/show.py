@@ -11,7 +11,7 @@ from typing import Any
 
 from contract.fmt import positive
 from contract.text import terminal_text
-from engine.analysis import decode_report, forensics_report, train_report
+from engine.analysis import decode_report, forensics_report, repeat, train_report
 from engine.analysis.pareto import peak_bytes, peak_kind
 from engine.analysis.verdict import decide, eager_per_row, probe_pair
 from engine.measure import host_settle
@@ -224,10 +224,43 @@ def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
         rest += decode_report.lines(rows)
         rest += train_report.lines(rows)
         rest.append(where_time_went(run))
+        rest += earlier_lines(db, run_id, run.get("spec"), rows)
         rest.append("Verdict:")
         rest += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]
         lines += wrap_lines(rest, width)
     return "\n".join(lines)
+
+
+def earlier_lines(db: Any, run_id: int, spec: Any, rows: list[dict[str, Any]]) -> list[str]:
+    """This run's compiled speedups against the latest earlier runs of its configuration in the
+    same database: a pair further apart than both intervals allow (engine/analysis/repeat.py) is
+    named, since a run's interval covers only its own processes."""
+    from storage.history import earlier_same_config
+    from storage.records import load_run
+
+    ids = earlier_same_config(db, spec, run_id)
+    if not ids:
+        return []
+    apart: list[str] = []
+    for rid in ids:
+        before = {v["variant"]: v for v in (load_run(db, rid) or {}).get("variants") or []
+                  if v.get("status") == "ok"}
+        for r in rows:
+            old = before.get(r["variant"])
+            if r["variant"] != "eager" and r["status"] == "ok" and old and repeat.apart(r, old):
+                apart.append(f"{r['variant']} {_pm(r)} here against {_pm(old)} in run {rid}")
+    runs = ", ".join(map(str, ids))
+    if not apart:
+        return [f"  earlier runs of this configuration ({runs}): every compiled speedup here "
+                "repeats theirs within both runs' intervals"]
+    return [f"  earlier runs of this configuration ({runs}), further apart than both intervals "
+            "allow (an interval covers one run's processes, not what differs between runs): "
+            + "; ".join(apart)]
+
+
+def _pm(r: dict[str, Any]) -> str:
+    s, lo, hi = (float(r[k]) for k in ("speedup", "speedup_ci_low", "speedup_ci_high"))
+    return f"{s:.3g}x ±{100 * (hi - lo) / 2 / s:.1f} %"
 
 
 def method_lines(timer: str, k: str, one_eager: bool = True) -> list[str]:
