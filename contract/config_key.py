@@ -51,6 +51,17 @@ def config_key(spec: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def stored_config_key(spec: Any) -> str | None:
+    """``config_key`` of a spec read back from storage or a bundle, or None when it is not a
+    mapping whose config can be keyed (hostile rows are left out, never raised on)."""
+    if not isinstance(spec, Mapping):
+        return None
+    try:
+        return config_key(spec)
+    except (TypeError, ValueError):
+        return None
+
+
 def config_label(spec: Mapping[str, Any]) -> str:
     """``mlp batch=32,hidden=1024 float32 cuda`` plus the options that differ from default."""
     from contract.schema import RunSpec

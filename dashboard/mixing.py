@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from contract.config_key import config_key
+from contract.config_key import stored_config_key
 from engine.analysis import repeat
 
 
@@ -124,14 +124,9 @@ def _config_groups(runs: pd.DataFrame) -> list[list[int]]:
     if runs is None or runs.empty or "spec" not in runs.columns:
         return []
     for _, r in runs.iterrows():
-        spec = r.get("spec")
-        if not isinstance(spec, Mapping):
-            continue
-        try:
-            key = config_key(spec)
-        except (TypeError, ValueError):
-            continue
-        groups.setdefault(key, []).append(int(r["run_id"]))
+        key = stored_config_key(r.get("spec"))
+        if key is not None:
+            groups.setdefault(key, []).append(int(r["run_id"]))
     return [ids for ids in groups.values() if len(ids) > 1]
 
 
@@ -150,7 +145,8 @@ def repeat_notice(runs: pd.DataFrame, variants: pd.DataFrame) -> str | None:
             recs = g.sort_values("run_id").to_dict("records")
             for a, b in itertools.combinations(recs, 2):
                 if repeat.apart(a, b):
-                    said.append(f"{variant} {_fig(a)} in #{a['run_id']} against {_fig(b)} in "
+                    said.append(f"{variant} {repeat.figure(a)} in #{a['run_id']} against "
+                                f"{repeat.figure(b)} in "
                                 f"#{b['run_id']} ({_rel(a, b)} apart)")
     if not said:
         return None
@@ -160,12 +156,6 @@ def repeat_notice(runs: pd.DataFrame, variants: pd.DataFrame) -> str | None:
             + ". Each run's interval covers the spread among its own measuring processes, not "
             "what differs between runs (another compile, the device's or host's state), so "
             "decide on these runs together rather than on one run's interval.")
-
-
-def _fig(r: Mapping[str, Any]) -> str:
-    # three significant digits: 0.696x and 0.702x, which two decimals would print alike
-    s, lo, hi = (float(r[k]) for k in ("speedup", "speedup_ci_low", "speedup_ci_high"))
-    return f"{s:.3g}× ±{100 * (hi - lo) / 2 / s:.1f} %"
 
 
 def _rel(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:

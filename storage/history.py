@@ -115,25 +115,14 @@ def earlier_same_config(db: Database, spec: Any, before: int, *, runs: int = 3) 
     """Ids of the latest ``runs`` finished runs before run ``before`` whose config is ``spec``'s
     (contract/config_key.py: the same model, dims, dtype, device and options; how long or how
     carefully each was measured may differ), newest first; [] for a spec that is not a mapping."""
-    from contract.config_key import config_key
+    from contract.config_key import stored_config_key
 
-    if not isinstance(spec, dict) or not isinstance(spec.get("model"), str):
-        return []
-    try:
-        key = config_key(spec)
-    except (TypeError, ValueError):
+    key = stored_config_key(spec)
+    if key is None or not isinstance(spec.get("model"), str):
         return []
     with db.session() as session:
         rows = session.execute(
             select(Run.id, Run.spec)
             .where(Run.model == spec["model"], Run.status == "done", Run.id < int(before))
             .order_by(Run.id.desc()).limit(50 * runs)).all()
-    out = []
-    for r in rows:
-        try:
-            same = isinstance(r.spec, dict) and config_key(r.spec) == key
-        except (TypeError, ValueError):
-            same = False
-        if same:
-            out.append(int(r.id))
-    return out[:runs]
+    return [int(r.id) for r in rows if stored_config_key(r.spec) == key][:runs]

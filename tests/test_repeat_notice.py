@@ -58,10 +58,14 @@ def test_repeating_runs_and_other_configs_say_nothing():
 
 
 def test_hostile_rows_give_no_sentence_and_no_error():
-    bad = [("3.3", 3.2, 3.4), (float("nan"), 3.2, 3.4), (3.3, 3.4, 3.2), (3.3, -1.0, 3.4),
+    # each would read apart from run 1's 3.21x [3.19, 3.23] if taken for numbers
+    bad = [("3.9", 3.8, 4.0), (3.9, "3.8", 4.0), (True, 3.8, 4.0), (float("nan"), 3.2, 3.4), (3.3, 3.4, 3.2), (3.3, -1.0, 3.4),
            (math.inf, 3.2, math.inf), (None, None, None)]
+    assert repeat_notice(*_frames({1: H100[1], 4: (3.9, 3.8, 4.0)}))  # as numbers: apart
     for fig in bad:
         assert repeat_notice(*_frames({1: H100[1], 4: fig})) is None, fig
+        assert repeat.figure({"speedup": fig[0], "speedup_ci_low": fig[1],
+                              "speedup_ci_high": fig[2]}) == "–"
     assert repeat_notice(*_frames(H100, {4: "not a spec", 2: {"model": ["x"]}})) is None
     assert repeat_notice(pd.DataFrame(), pd.DataFrame()) is None
 

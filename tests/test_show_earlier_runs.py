@@ -25,7 +25,7 @@ def test_a_run_apart_from_an_earlier_one_is_named(tmp_path):
     assert earlier_same_config(db, load_run(db, third)["spec"], third) == [second, first]
     text = format_run(db, third, width=None)
     assert "earlier runs of this configuration (2, 1), further apart than both intervals" in text
-    assert "default 2.6x" in text and "in run 2" in text and "in run 1" in text
+    assert "default 2.6× ±" in text and "in run 2" in text and "in run 1" in text
     alike = format_run(db, second, width=None)
     assert "earlier runs of this configuration (1): every compiled speedup here repeats" in alike
     assert "earlier runs" not in format_run(db, first, width=None)

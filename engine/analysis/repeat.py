@@ -14,19 +14,23 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from contract.fmt import is_num
+from contract.fmt import positive
 
 SPREAD = 1.5
 
 
 def _interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
-    s, lo, hi = row.get("speedup"), row.get("speedup_ci_low"), row.get("speedup_ci_high")
-    if not (is_num(s) and is_num(lo) and is_num(hi)):
-        return None
-    s, lo, hi = float(s), float(lo), float(hi)
-    if not (0 < lo <= s <= hi) or not all(map(math.isfinite, (s, lo, hi))):
+    s, lo, hi = (positive(row.get(k)) for k in ("speedup", "speedup_ci_low", "speedup_ci_high"))
+    if s is None or lo is None or hi is None or not lo <= s <= hi:
         return None  # a hand-edited or broken row: no verdict from it
     return s, (hi - lo) / 2
+
+
+def figure(row: Mapping[str, Any]) -> str:
+    """``3.21× ±0.5 %``: the speedup to three significant digits (0.696× and 0.702×, which two
+    decimals print alike) and its interval's relative half-width; "–" without a usable one."""
+    got = _interval(row)
+    return "–" if got is None else f"{got[0]:.3g}× ±{100 * got[1] / got[0]:.1f} %"
 
 
 def pair_gap(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[float, float] | None:

@@ -248,7 +248,8 @@ def earlier_lines(db: Any, run_id: int, spec: Any, rows: list[dict[str, Any]]) -
         for r in rows:
             old = before.get(r["variant"])
             if r["variant"] != "eager" and r["status"] == "ok" and old and repeat.apart(r, old):
-                apart.append(f"{r['variant']} {_pm(r)} here against {_pm(old)} in run {rid}")
+                apart.append(f"{r['variant']} {repeat.figure(r)} here against "
+                             f"{repeat.figure(old)} in run {rid}")
     runs = ", ".join(map(str, ids))
     if not apart:
         return [f"  earlier runs of this configuration ({runs}): every compiled speedup here "
@@ -256,11 +257,6 @@ def earlier_lines(db: Any, run_id: int, spec: Any, rows: list[dict[str, Any]]) -
     return [f"  earlier runs of this configuration ({runs}), further apart than both intervals "
             "allow (an interval covers one run's processes, not what differs between runs): "
             + "; ".join(apart)]
-
-
-def _pm(r: dict[str, Any]) -> str:
-    s, lo, hi = (float(r[k]) for k in ("speedup", "speedup_ci_low", "speedup_ci_high"))
-    return f"{s:.3g}x ±{100 * (hi - lo) / 2 / s:.1f} %"
 
 
 def method_lines(timer: str, k: str, one_eager: bool = True) -> list[str]:

@@ -395,8 +395,9 @@ def accuracy_failure(r: Row) -> str | None:
                     "reference: eager's own error is not a finite number"
                     + (f" (worst: {worst})" if worst else "") + ", so there is nothing to "
                     "allow compiled's against: not recommended.")
+        compiled = _sci(_v(r, "compiled_error"), "not a finite number")
         return (f"{r['variant']} fails the {r['reference_dtype']} accuracy check: its error "
-                f"against the {r['reference_dtype']} reference is {_sci(_v(r, 'compiled_error'), 'not a finite number')}"
+                f"against the {r['reference_dtype']} reference is {compiled}"
                 f", more than {mult if mult is not None else '?'}x eager's {_sci(_v(r, 'eager_error'))}"
                 + (f" + {floor:g} x the reference's size" if floor else "")
                 + (f" (worst: {worst})" if worst else "")

@@ -20,9 +20,9 @@ Triton and autotuning. torch counts what its FX graph cache did with the Triton 
 bundles (``triton_bundler_save_kernel`` on a miss, ``triton_bundler_read_and_emit_kernel`` on a
 hit), its in-process kernel compile cache (``async_compile_cache_hit`` / ``_miss``) and each
 max-autotune algorithm selection it had to benchmark (``select_algorithm_autotune``: a selection
-found in select_algorithm's own cache is not benchmarked; torch 2.11 on an H100 benchmarked the
-seed MLP's two GEMM selections again in a fresh process whose FX graph and AOTAutograd entries
-were cache hits, in a plain script too, so a warm count above 0 is torch's, not the engine's). The autotune cache of a Triton kernel (its best config,
+found in select_algorithm's own cache is not benchmarked; torch may benchmark selections again
+in a fresh process after FX-graph cache hits, with or without the engine: docs/METHOD.md §9.11).
+The autotune cache of a Triton kernel (its best config,
 ``<kernel>.best_config`` beside the kernel) has no counter: torch records its decision on the
 kernel itself, ``autotune_cache_info["autotune_cache_state"]`` ("hit", "miss", "only 1 config",
 "force_disabled"). After the compile we read that state from every kernel of the modules the

@@ -14,8 +14,8 @@ with the variant's own ``torch.compile`` options, as the transformers docs show 
 cache; ``disable_compile=True`` keeps generate() from compiling on its own (it does so on CUDA
 with a static cache), so eager stays eager and each variant is the mode it names. The forward is
 restored afterwards. Under CUDA graphs (reduce-overhead, max-autotune) each forward starts a new
-CUDA-graph step and its outputs are cloned (:func:`step_safe` says why). Where the installed transformers cannot do this, the figure holds the error
-and the run goes on.
+CUDA-graph step and its outputs are cloned (:func:`step_safe` says why). Where the installed
+transformers cannot do this, the figure holds the error and the run goes on.
 """
 
 from __future__ import annotations
