@@ -338,6 +338,32 @@ def test_variant_name_written_straight_into_the_database(db):
         assert "<a href" not in chart.proto.spec
 
 
+def test_a_hostile_variant_name_in_runs_that_do_not_repeat(db):
+    """The repeat notice (dashboard/mixing.repeat_notice) names a variant from the database in a
+    sentence: a name with a link and an image in it stays text on the page and in the report."""
+    from test_dashboard_data import variant_result
+
+    name = "<a href='http://evil/'>x</a>" + IMAGE
+    ids = []
+    for ms in (2.0, 3.0):  # 2.5x and 1.67x: far apart
+        run_id = queue.enqueue_run(db, spec("mlp", variants=["eager", "default"]))
+        queue.claim_run(db, run_id, "w")
+        results.save_variant_result(db, run_id, variant_result(
+            "eager", 5.0, 5.0, first_cold_s=0.01, first_warm_s=None))
+        results.save_variant_result(db, run_id, {**variant_result(
+            "default", 5.0, ms, first_cold_s=5.0, first_warm_s=1.0), "variant": name})
+        queue.finish_run(db, run_id, "done")
+        ids.append(run_id)
+    at = app("compare", runs=",".join(map(str, ids)))
+    no_exceptions(at)
+    rendered = _markdown_texts(at)
+    assert "further apart than their intervals allow" in rendered
+    assert IMAGE not in rendered and "<a href" not in rendered
+    d = queries.load_runs(db, ids)
+    page = report.build_report(d["runs"], d["variants"], [], [])
+    assert "Runs that do not repeat." in page and "<a href" not in page and "<img" not in page
+
+
 def test_figures_of_the_wrong_kind_written_into_the_database_by_hand(db):
     """Bundles check every figure by its kind, but anyone who can write the database can put
     text in a number column (SQLite keeps it) or anything in ``extra``: the pages show such a
