@@ -42,3 +42,20 @@ def test_other_configs_and_hostile_specs_are_not_compared(tmp_path):
     assert "earlier runs" not in format_run(db, last, width=None)
     assert earlier_same_config(db, "mlp", last) == []
     assert earlier_same_config(db, {"model": ["mlp"]}, last) == []
+
+
+def test_show_json_carries_the_same_comparison(tmp_path):
+    import json
+
+    from engine.analysis.show import run_json
+
+    db = _db(tmp_path)
+    first = finished_run(db, spread(2.0, 0.01, k=4, seed=0))
+    second = finished_run(db, spread(2.6, 0.01, k=4, seed=2))
+    found = json.loads(json.dumps(run_json(db, second), default=str, allow_nan=False))
+    assert found["earlier_runs"]["runs"] == [first]
+    (pair,) = found["earlier_runs"]["apart"]
+    assert pair["variant"] == "default" and pair["run_id"] == first
+    assert pair["earlier_speedup"] < 2.1 < 2.5 < pair["speedup"]
+    assert pair["difference"] > pair["allowed"] > 0
+    assert run_json(db, first)["earlier_runs"] is None

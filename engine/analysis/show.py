@@ -121,6 +121,7 @@ def run_json(db: Any, run_id: int) -> dict[str, Any]:
 
     run["slurm"] = job_of(db, run_id)  # its Slurm job (engine/slurm/), None for other runs
     run["slurm_job_id"] = run["slurm"]["job_id"] if run["slurm"] else None
+    run["earlier_runs"] = earlier_runs(db, run_id, run.get("spec"), run["variants"])
     return run
 
 
@@ -224,39 +225,54 @@ def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
         rest += decode_report.lines(rows)
         rest += train_report.lines(rows)
         rest.append(where_time_went(run))
-        rest += earlier_lines(db, run_id, run.get("spec"), rows)
+        rest += earlier_lines(run.get("earlier_runs"))
         rest.append("Verdict:")
         rest += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]
         lines += wrap_lines(rest, width)
     return "\n".join(lines)
 
 
-def earlier_lines(db: Any, run_id: int, spec: Any, rows: list[dict[str, Any]]) -> list[str]:
+def earlier_runs(db: Any, run_id: int, spec: Any, rows: list[dict[str, Any]]
+                 ) -> dict[str, Any] | None:
     """This run's compiled speedups against the latest earlier runs of its configuration in the
-    same database: a pair further apart than both intervals allow (engine/analysis/repeat.py) is
-    named, since a run's interval covers only its own processes."""
+    same database (``show --json``'s ``earlier_runs``): their ids and every pair further apart
+    than both intervals allow (engine/analysis/repeat.py), since a run's interval covers only its
+    own processes; None without an earlier run."""
     from storage.history import earlier_same_config
     from storage.records import load_run
 
     ids = earlier_same_config(db, spec, run_id)
     if not ids:
-        return []
-    apart: list[str] = []
+        return None
+    apart: list[dict[str, Any]] = []
     for rid in ids:
         before = {v["variant"]: v for v in (load_run(db, rid) or {}).get("variants") or []
                   if v.get("status") == "ok"}
         for r in rows:
             old = before.get(r["variant"])
-            if r["variant"] != "eager" and r["status"] == "ok" and old and repeat.apart(r, old):
-                apart.append(f"{r['variant']} {repeat.figure(r)} here against "
-                             f"{repeat.figure(old)} in run {rid}")
-    runs = ", ".join(map(str, ids))
-    if not apart:
+            gap = (repeat.pair_gap(r, old) if r["variant"] != "eager" and r["status"] == "ok"
+                   and old else None)
+            if gap is not None and gap[0] > gap[1]:
+                apart.append({"variant": r["variant"], "run_id": rid,
+                              "speedup": r["speedup"], "earlier_speedup": old["speedup"],
+                              "here": repeat.figure(r), "earlier": repeat.figure(old),
+                              "difference": gap[0], "allowed": gap[1]})
+    return {"runs": ids, "apart": apart}
+
+
+def earlier_lines(found: dict[str, Any] | None) -> list[str]:
+    """``earlier_runs`` as one line of ``show``: the runs compared and the pairs that do not
+    repeat, or that every speedup repeats."""
+    if not found:
+        return []
+    runs = ", ".join(map(str, found["runs"]))
+    if not found["apart"]:
         return [f"  earlier runs of this configuration ({runs}): every compiled speedup here "
                 "repeats theirs within both runs' intervals"]
     return [f"  earlier runs of this configuration ({runs}), further apart than both intervals "
             "allow (an interval covers one run's processes, not what differs between runs): "
-            + "; ".join(apart)]
+            + "; ".join(f"{a['variant']} {a['here']} here against {a['earlier']} in run "
+                        f"{a['run_id']}" for a in found["apart"])]
 
 
 def method_lines(timer: str, k: str, one_eager: bool = True) -> list[str]:
