@@ -2,15 +2,21 @@
 a bundle against issue 36's bar.
 
     python acceptance/remeasure_bundle.py check data/h200_bundle.json
+    python acceptance/remeasure_bundle.py plan --bundle data/h200_bundle.json [--budget-s 540]
     python acceptance/remeasure_bundle.py run --bundle data/h200_bundle.json --db sqlite:///$OUT/rb.db \
-        --only 1,5,8 [--budget-s 540] [--device cuda]
-    python acceptance/remeasure_bundle.py write --bundle data/h200_bundle.json --db URL [--db URL ...] \
-        --out new_bundle.json
+        --only 1,5,8 [--budget-s 540] [--device cuda] [--slice-out $OUT/slice.json]
+    python acceptance/remeasure_bundle.py write --bundle data/h200_bundle.json [--db URL ...] \
+        [--slice data/remeasure/slice.json ...] --out new_bundle.json
 
 ``check`` prints, over every compiled variant that measured a speedup with an interval, the
 median relative half-width (bar: at most 5 %), the share within 10 % (bar: at least 90 %), the
 variants measured with fewer than 3 processes (bar: none) and those whose interval includes 1.0;
 exit 1 when a bar is missed.
+
+``plan`` picks the positions that keep the bundle's set of models, steps and modes (for each
+configuration, contract/config_key.py, the fewest runs whose variants cover all of that
+configuration's variants, so repeats of one configuration are measured once) and packs them into
+``--only`` slices that each fit ``--budget-s`` by the runs' last durations.
 
 ``run`` measures the bundle's runs named by ``--only`` (1-based positions in the bundle) through
 the engine's own path (validate, queue, claim, execute, store), each with the run's own model,
@@ -18,8 +24,9 @@ shapes, dtype, step and variants and today's measuring defaults (processes, time
 stop rule: the point of re-measuring), tagged ``remeasure`` and ``remeasure-N``. A bundle is
 read like any other outside file: each spec goes through the one validator first. A run whose
 last measurement took longer than the time left is skipped and said so, so a slice fits a
-10-minute command. ``write`` puts the re-measured runs, from one or several such databases, into
-one bundle in the original order; a position never re-measured is reported, not filled with the
+10-minute command; ``--slice-out`` also writes them as a bundle, so a slice measured on a lent
+machine that keeps nothing can be committed (data/remeasure/) and joined later. ``write`` puts the re-measured runs, from one or several such databases or slice
+bundles, into one bundle in the original order; a position never re-measured is reported, not filled with the
 old run.
 """
 
@@ -116,6 +123,55 @@ def _took_s(run: dict[str, Any]) -> float:
         return 0.0
 
 
+def cover(runs: list[dict[str, Any]]) -> list[int]:
+    """Positions (1-based) that keep every configuration's variants: per config key, greedily
+    the run adding the most variants not yet covered, the shorter on a tie."""
+    from contract.config_key import stored_config_key
+
+    groups: dict[str, list[int]] = {}
+    for n, run in enumerate(runs, 1):
+        key = stored_config_key(run.get("spec")) if isinstance(run, dict) else None
+        if key is not None:
+            groups.setdefault(key, []).append(n)
+    chosen: list[int] = []
+    for members in groups.values():
+        names = {n: {v.get("variant") for v in runs[n - 1].get("variants") or []
+                     if isinstance(v, dict)} for n in members}
+        left = set().union(*names.values())
+        while left:
+            best = max(members, key=lambda n: (len(names[n] & left), -_took_s(runs[n - 1])))
+            chosen.append(best)
+            left -= names[best]
+    return sorted(chosen)
+
+
+def slices(runs: list[dict[str, Any]], positions: list[int], budget_s: float) -> list[list[int]]:
+    """``positions`` packed first-fit, longest first, into slices whose runs' last durations
+    (times ``run``'s margin of 1.2) fit ``budget_s``; a run longer than that is a slice alone."""
+    packed: list[tuple[float, list[int]]] = []
+    for n in sorted(positions, key=lambda n: -_took_s(runs[n - 1])):
+        need = 1.2 * _took_s(runs[n - 1])
+        i = next((i for i, (used, _) in enumerate(packed) if used + need <= budget_s), None)
+        if i is None:
+            packed.append((need, [n]))
+        else:
+            packed[i] = (packed[i][0] + need, [*packed[i][1], n])
+    return [sorted(members) for _, members in packed]
+
+
+def plan(args: argparse.Namespace) -> int:
+    runs = load_bundle(args.bundle)
+    keep = cover(runs)
+    total = sum(_took_s(runs[n - 1]) for n in keep)
+    print(f"{args.bundle}: {len(keep)} of {len(runs)} runs keep every configuration's variants "
+          f"(last took {total:.0f} s together)")
+    for members in slices(runs, keep, args.budget_s):
+        took = sum(_took_s(runs[n - 1]) for n in members)
+        models = ", ".join(str((runs[n - 1].get("spec") or {}).get("model")) for n in members)
+        print(f"  --only {','.join(map(str, members))}  ({took:.0f} s last time: {models})")
+    return 0
+
+
 def run_slice(args: argparse.Namespace) -> int:
     from acceptance_common import measure
 
@@ -124,7 +180,7 @@ def run_slice(args: argparse.Namespace) -> int:
 
     runs = load_bundle(args.bundle)
     db = open_database(args.db)
-    t0, bad = time.monotonic(), 0
+    t0, bad, measured = time.monotonic(), 0, []
     for n in args.only:
         if not 1 <= n <= len(runs):
             print(f"{n}: no such run (the bundle holds {len(runs)})")
@@ -143,18 +199,48 @@ def run_slice(args: argparse.Namespace) -> int:
             continue
         started = time.monotonic()
         rid = measure(db, spec, ["remeasure", f"remeasure-{n}"], "remeasure")
+        measured.append(rid)
         print(f"{n}: {spec['model']} re-measured as run {rid} in "
               f"{time.monotonic() - started:.0f} s", flush=True)
+    if args.slice_out and measured:
+        from storage import export_bundle
+
+        Path(args.slice_out).write_text(json.dumps(export_bundle(db, measured)))
+        print(f"wrote runs {', '.join(map(str, measured))} to {args.slice_out}")
     return 1 if bad else 0
 
 
+def _sources(args: argparse.Namespace, scratch: Path) -> list[str]:
+    """Database URLs to read re-measured runs from: ``--db`` as given, and the ``--slice``
+    bundles imported (through the bundle validator) into one scratch SQLite database."""
+    from storage import import_bundle, open_database
+
+    urls = list(args.db or [])
+    if args.slice:
+        url = f"sqlite:///{scratch / 'slices.db'}"
+        db = open_database(url)
+        for path in args.slice:
+            import_bundle(db, Path(path).read_bytes())
+        urls.append(url)
+    return urls
+
+
 def write(args: argparse.Namespace) -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        return _write(args, _sources(args, Path(scratch)))
+
+
+def _write(args: argparse.Namespace, urls: list[str]) -> int:
     from storage import export_bundle, open_database, queries
 
+    if not urls:
+        raise SystemExit("write: give --db or --slice")
     runs = load_bundle(args.bundle)
     found: dict[int, dict[str, Any]] = {}
     header: dict[str, Any] = {}
-    for url in args.db:
+    for url in urls:
         db = open_database(url, create=False)
         listed = queries.list_runs(db, tag="remeasure")
         for rid, tags in zip(listed["run_id"], listed["tags"], strict=True):
@@ -183,14 +269,19 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--only", required=True, type=lambda s: [int(x) for x in s.split(",") if x])
     r.add_argument("--budget-s", type=float, default=540.0)
     r.add_argument("--device", default=None, help="measure on this device instead")
+    r.add_argument("--slice-out", default=None, help="also write the runs measured as a bundle")
+    pl = sub.add_parser("plan")
+    pl.add_argument("--bundle", required=True)
+    pl.add_argument("--budget-s", type=float, default=540.0)
     w = sub.add_parser("write")
     w.add_argument("--bundle", required=True)
-    w.add_argument("--db", action="append", required=True)
+    w.add_argument("--db", action="append", default=[])
+    w.add_argument("--slice", action="append", default=[])
     w.add_argument("--out", required=True)
     args = p.parse_args(argv)
     if args.cmd == "check":
         return max(check(b) for b in args.bundles)
-    return run_slice(args) if args.cmd == "run" else write(args)
+    return {"run": run_slice, "plan": plan, "write": write}[args.cmd](args)
 
 
 if __name__ == "__main__":

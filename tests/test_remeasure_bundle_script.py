@@ -63,9 +63,10 @@ def test_run_then_write_in_the_bundles_order(tmp_path, capsys):
         {"spec": spec, "started_at": "2026-12-03T09:45:12+00:00",
          "finished_at": "2026-12-03T09:45:40+00:00"},
         {"spec": {"model": "../../etc/x.py:f"}}]}))
-    url = f"sqlite:///{tmp_path / 'rb.db'}"
+    url, sliced = f"sqlite:///{tmp_path / 'rb.db'}", tmp_path / "slice.json"
     assert remeasure_bundle.main(["run", "--bundle", str(bundle), "--db", url,
-                                  "--only", "1,2,3", "--budget-s", "300"]) == 1
+                                  "--only", "1,2,3", "--budget-s", "300",
+                                  "--slice-out", str(sliced)]) == 1
     out = capsys.readouterr().out
     assert "1: mlp re-measured as run 1" in out
     assert "2: refused by the validator" in out and "3: no such run" in out
@@ -77,3 +78,27 @@ def test_run_then_write_in_the_bundles_order(tmp_path, capsys):
     assert len(written["runs"]) == 1 and written["runs"][0]["spec"]["processes"] == 3
     remeasure_bundle.main(["check", str(new)])
     assert "1 compiled variants" in capsys.readouterr().out
+    joined = tmp_path / "joined.json"  # the slice bundle, as committed from a lent machine
+    assert remeasure_bundle.main(["write", "--bundle", str(bundle), "--slice", str(sliced),
+                                  "--out", str(joined)]) == 0
+    assert json.loads(joined.read_text())["runs"][0]["variants"] == written["runs"][0]["variants"]
+
+
+def test_plan_keeps_every_configurations_variants_in_slices_that_fit(capsys):
+    runs = remeasure_bundle.load_bundle(str(ROOT / "data" / "h200_bundle.json"))
+    keep = remeasure_bundle.cover(runs)
+    from contract.config_key import stored_config_key
+
+    def variants(positions):
+        return {(stored_config_key(runs[n - 1]["spec"]), v["variant"])
+                for n in positions for v in runs[n - 1]["variants"]}
+
+    assert variants(keep) == variants(range(1, len(runs) + 1))
+    assert len(keep) == 18  # the repeats of one configuration are measured once
+    assert 28 in keep and 29 in keep  # llama_decode's default and reduce-overhead runs
+    packed = remeasure_bundle.slices(runs, keep, 540.0)
+    assert sorted(n for s in packed for n in s) == keep
+    for members in packed:
+        assert sum(1.2 * remeasure_bundle._took_s(runs[n - 1]) for n in members) <= 540.0
+    assert remeasure_bundle.main(["plan", "--bundle", str(ROOT / "data" / "h200_bundle.json")]) == 0
+    assert "18 of 36 runs keep every configuration's variants" in capsys.readouterr().out
