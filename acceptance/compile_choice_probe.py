@@ -78,11 +78,12 @@ def main() -> int:
     ap.add_argument("--mode", default="reduce-overhead")
     ap.add_argument("--caches", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--warm", type=int, default=2, help="warm processes per cache")
     args = ap.parse_args()
     rows = []
     for k in range(args.caches):
         cache = tempfile.mkdtemp(prefix=f"choice{k}_")
-        for phase in ("cold", "warm"):
+        for phase in ("cold", *["warm"] * args.warm):
             r = child(args.mode, cache, args.rounds)
             rows.append((k, phase, r))
             shown = {key: v for key, v in r.items() if key != "choices"}
