@@ -19,13 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 
 CHILD = r"""
-import hashlib, json, pathlib, statistics, sys
+import hashlib, json, pathlib, statistics, sys, time
 import torch
 a = json.loads(sys.argv[1])
 torch.manual_seed(0)
@@ -41,6 +43,9 @@ def rounds(fn, k):
         s.record(); fn(x); e.record(); e.synchronize(); out.append(s.elapsed_time(e))
     return statistics.median(out)
 with torch.inference_mode():
+    eager(x); torch.cuda.synchronize()
+    t0 = time.perf_counter(); comp(x); torch.cuda.synchronize()
+    first_s = time.perf_counter() - t0
     for _ in range(5):
         comp(x); eager(x)
     torch.cuda.synchronize()
@@ -56,7 +61,8 @@ def choice(p):  # block sizes, warps, stages: not the timing or hashes stored be
     return p.name.split(".")[0] + " " + json.dumps(keep, sort_keys=True)
 configs = sorted(choice(p) for p in pathlib.Path(a["cache"]).rglob("*.best_config"))
 digest = hashlib.sha1("\n".join(configs).encode()).hexdigest()[:10]
-print("RESULT " + json.dumps({"compiled_ms": statistics.median(c), "eager_ms": statistics.median(e),
+print("RESULT " + json.dumps({"first_call_s": round(first_s, 2),
+      "compiled_ms": statistics.median(c), "eager_ms": statistics.median(e),
       "speedup": statistics.median(ei / ci for ei, ci in zip(e, c)), "best_configs": len(configs),
       "digest": digest, "choices": configs}))
 """
@@ -79,22 +85,37 @@ def main() -> int:
     ap.add_argument("--caches", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--warm", type=int, default=2, help="warm processes per cache")
+    ap.add_argument("--redraw", type=int, default=0,
+                    help="processes on copies of cache 0 without its autotuning results")
     args = ap.parse_args()
-    rows = []
+    rows: list[tuple] = []
+    tmp: list[str] = []
     for k in range(args.caches):
         cache = tempfile.mkdtemp(prefix=f"choice{k}_")
+        tmp.append(cache)
         for phase in ("cold", *["warm"] * args.warm):
             r = child(args.mode, cache, args.rounds)
             rows.append((k, phase, r))
             shown = {key: v for key, v in r.items() if key != "choices"}
             print(f"cache {k} {phase}: {json.dumps(shown)}", flush=True)
+    for n in range(args.redraw):
+        # the compile's code, kernels and FX graph kept; its *.best_config files removed, so
+        # the process autotunes again at its first call: a new draw of the choice alone
+        copy = tempfile.mkdtemp(prefix=f"redraw{n}_")
+        shutil.copytree(f"{tmp[0]}", copy, dirs_exist_ok=True)
+        gone = [p.unlink() for p in pathlib.Path(copy).rglob("*.best_config")]
+        r = child(args.mode, copy, args.rounds)
+        rows.append((f"redraw{n}", "warm", r))
+        shown = {key: v for key, v in r.items() if key != "choices"}
+        print(f"redraw {n} ({len(gone)} choices removed): {json.dumps(shown)}", flush=True)
     ok = [(k, r) for k, _, r in rows if "compiled_ms" in r]
     if ok:
         per_cache = {k: [r["compiled_ms"] for kk, r in ok if kk == k] for k, _ in ok}
         means = [statistics.fmean(v) for v in per_cache.values()]
         within = [max(v) / min(v) - 1 for v in per_cache.values() if len(v) > 1]
         print(f"compiled ms per cache: {per_cache}")
-        chosen = {k: set(r.get("choices") or []) for k, ph, r in rows if ph == "cold"}
+        chosen = {k: set(r.get("choices") or []) for k, ph, r in rows
+                  if ph == "cold" or str(k).startswith("redraw")}
         common = set.intersection(*chosen.values()) if chosen else set()
         for k, c in chosen.items():
             for line in sorted(c - common):
