@@ -2,7 +2,7 @@
 
 For ``hf:ARCH`` decoder-only models given ``new_tokens > 0``: after the ordinary protocol (one
 timed call = one forward over ``seq`` tokens), whole greedy generations through the library's
-own ``model.generate(..., cache_implementation="static")``, prompt = the run's ``seq`` tokens,
+own ``model.generate()`` with a static cache, prompt = the run's ``seq`` tokens,
 measured by engine/measure/decode.py's ``measure_generations`` (warm-up watched for recompiles, timed
 generations alternating with eager's, TTFT, per-token latency, tokens/s, compile cost,
 break-even in tokens).
@@ -14,7 +14,14 @@ with the variant's own ``torch.compile`` options, as the transformers docs show 
 cache; ``disable_compile=True`` keeps generate() from compiling on its own (it does so on CUDA
 with a static cache), so eager stays eager and each variant is the mode it names. The forward is
 restored afterwards. Under CUDA graphs (reduce-overhead, max-autotune) each forward starts a new
-CUDA-graph step and its outputs are cloned (:func:`step_safe` says why). Where the installed
+CUDA-graph step and its outputs are cloned (:func:`step_safe` says why).
+
+The static cache is built once per side and allocated before the first generation
+(:func:`static_cache`), then reset before each one, instead of generate() building a new one
+whose buffers are allocated lazily by the first forward: that forward is the prefill, which is
+compiled here, so its buffers would be created inside a CUDA-graph recording (transformers then
+skips ``mark_static_address``), pooled by it and overwritten by the next replay; transformers
+initialises early for the same reason when it compiles a prefill itself. Where the installed
 transformers cannot do this, the figure holds the error and the run goes on.
 """
 
@@ -52,16 +59,38 @@ class _Clock:
         pass
 
 
+def static_cache(inner: torch.nn.Module, batch: int, max_len: int) -> Any:
+    """A transformers ``StaticCache`` for ``inner``, its buffers allocated now (outside any
+    compiled region, so marked as static addresses), or None where the layout is not one
+    StaticCache can take up front (layers across devices, attention with distinct key and value
+    sizes): generate() then builds its own, as before."""
+    from transformers import StaticCache
+
+    cfg = inner.config.get_text_config(decoder=True)
+    if getattr(cfg, "qk_head_dim", None) is not None or len(
+            {p.device for p in inner.parameters()}) > 1:
+        return None
+    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    param = next(inner.parameters())
+    cache = StaticCache(config=cfg, max_cache_len=max_len)
+    cache.early_initialization(batch_size=batch, num_heads=heads, head_dim=head_dim,
+                               dtype=param.dtype, device=param.device)
+    return cache
+
+
 def _one(inner: torch.nn.Module, ids: torch.Tensor, new_tokens: int, timer: Timer,
-         watch: bool) -> dict[str, Any]:
+         watch: bool, cache: Any = None) -> dict[str, Any]:
     clock = _Clock(watch)
     before = signals.compile_count() if watch else 0
+    if cache is not None:
+        cache.reset()  # in place: the buffers keep their addresses from generation to generation
+    where = {"past_key_values": cache} if cache is not None else {"cache_implementation": "static"}
     timer.sync()
     t0 = time.perf_counter()
     inner.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
                    min_new_tokens=new_tokens, do_sample=False, use_cache=True,
-                   cache_implementation="static", disable_compile=True, streamer=clock,
-                   pad_token_id=0)
+                   disable_compile=True, streamer=clock, pad_token_id=0, **where)
     timer.sync()
     end = time.perf_counter()
     tokens = clock.times[1:]  # [0] is the prompt
@@ -127,11 +156,13 @@ def measure(model: torch.nn.Module, compile_kwargs: dict[str, Any] | None, timer
         compiled = step_safe(compiled)
 
     def side(forward: Callable[..., Any] | None) -> decode.GenFn:
+        cache = static_cache(inner, batch, prompt + new_tokens)  # one per side, reused
+
         def run(per_step: bool, watch: bool) -> dict[str, Any]:
             if forward is not None:
                 inner.forward = forward  # the instance attribute shadows the class's method
             try:
-                return _one(inner, ids, new_tokens, timer, watch)
+                return _one(inner, ids, new_tokens, timer, watch, cache)
             finally:
                 inner.__dict__.pop("forward", None)
         return run
@@ -144,6 +175,6 @@ def measure(model: torch.nn.Module, compile_kwargs: dict[str, Any] | None, timer
     except Exception as e:  # an older/newer transformers without this path: say so, go on
         return {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
                 if str(e).strip() else type(e).__name__}
-    out["path"] = "transformers generate(), static cache, greedy" + (
+    out["path"] = "transformers generate(), static cache allocated before the first, greedy" + (
         "; CUDA graphs: a new step and the outputs cloned on every forward" if graphs else "")
     return out

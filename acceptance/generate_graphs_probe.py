@@ -1,0 +1,65 @@
+"""Which way of compiling a model's forward lets transformers' generate() (static cache) run
+under CUDA graphs (reduce-overhead)? Each way runs in its own process on a small random Llama
+or Mistral model, so a crash is reported as one; a way that fails prints the end of its error.
+A probe for the GPU: it prints what it saw.
+
+    python acceptance/generate_graphs_probe.py [LlamaForCausalLM MistralForCausalLM]
+
+Ways: ``plain`` (the forward compiled, generate() builds its static cache, which the compiled
+prefill then allocates), ``step_safe`` (plus a CUDA-graph step and cloned outputs per forward),
+``early`` (plus the product's cache, allocated before the first generation:
+engine/measure/hf_generate.static_cache).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHILD = r"""
+import sys
+sys.path.insert(0, sys.argv[3])
+import torch, transformers
+from engine.measure.hf_generate import static_cache, step_safe
+arch, way = sys.argv[1], sys.argv[2]
+cfg = getattr(transformers, arch.replace("ForCausalLM", "Config"))(
+    hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, vocab_size=1000)
+model = getattr(transformers, arch)(cfg).to("cuda", torch.bfloat16).eval()
+ids = torch.randint(0, 1000, (1, 16), device="cuda")
+fwd = torch.compile(model.forward, mode="reduce-overhead")
+model.forward = fwd if way == "plain" else step_safe(fwd)
+cache = static_cache(model, 1, 24) if way == "early" else None
+with torch.no_grad():
+    for _ in range(3):
+        if cache is not None:
+            cache.reset()
+        where = {"past_key_values": cache} if cache is not None else {
+            "cache_implementation": "static"}
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=8,
+                             min_new_tokens=8, do_sample=False, disable_compile=True,
+                             pad_token_id=0, **where)
+print("OK", tuple(out.shape))
+"""
+
+
+def main() -> int:
+    for arch in sys.argv[1:] or ("LlamaForCausalLM", "MistralForCausalLM"):
+        for way in ("plain", "step_safe", "early"):
+            try:
+                p = subprocess.run([sys.executable, "-c", CHILD, arch, way, str(ROOT)],
+                                   capture_output=True, text=True, timeout=150)
+                said = p.stdout.strip().splitlines()[-1:] or ["-"]
+                tail = [line for line in p.stderr.splitlines()
+                        if "Error" in line or "error" in line][-3:]
+                print(f"{arch} {way}: exit {p.returncode} {said[0]}", *tail, sep="\n  ",
+                      flush=True)
+            except subprocess.TimeoutExpired:
+                print(f"{arch} {way}: no answer in 150 s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
