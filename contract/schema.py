@@ -230,6 +230,10 @@ FIGURES: tuple[Figure, ...] = (
        "group that decided)", column=False),
     _r("compiled_error", "float", "compiled err vs fp64", "RMSE of this variant against the "
        "float64 reference, same tensor", column=False),
+    _r("accuracy_tensor", "str", "judged tensor", "the tensor eager_error and compiled_error "
+       "are of (contract/accuracy.py): a compiled variant's is the one nearest its allowance, "
+       "eager's the one with its largest error, so rows of one training run can differ",
+       column=False),
     _r("accuracy_multiplier", "float", None, "allowed multiple of eager's error", column=False),
     _r("accuracy_floor", "float", None, "floor added to the allowance, relative to the "
        "reference's RMS", column=False),
@@ -401,7 +405,8 @@ EXPORT: dict[str, str] = {
     "eager_device_busy_ms_per_call": "eager_device_busy_ms_per_call",
     "wall_ms_per_call": "wall_ms_per_call", "max_abs_err": "max_abs_err", "correct": "correct",
     "reference_dtype": "accuracy_reference_dtype", "eager_error": "eager_error_vs_reference",
-    "compiled_error": "compiled_error_vs_reference", "accuracy_multiplier": "accuracy_multiplier",
+    "compiled_error": "compiled_error_vs_reference", "accuracy_tensor": "accuracy_judged_tensor",
+    "accuracy_multiplier": "accuracy_multiplier",
     "accuracy_ok": "accuracy_ok", "eager_deterministic": "eager_deterministic",
     "timer": "timer", "host_other_busy_cores": "other_processes_busy_cpu_cores",
 }

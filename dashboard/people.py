@@ -190,6 +190,9 @@ VARIANT_HEADLINE: dict[str, tuple[str, str, str | None]] = {
                                     "reference, the tensor (or group) that decided"),
     "eager_error_vs_reference": ("Eager error vs fp64", "{:.2e}", "Eager's own RMSE against "
                                  "the float64 reference, same tensor"),
+    "accuracy_judged_tensor": ("Judged on", "{}", "The tensor both errors are of: a compiled "
+                               "variant's nearest its allowance, eager's its largest error, "
+                               "so training rows can name different ones"),
     "accuracy_multiplier": ("Allowed ×", "{:g}", "Compiled may be this many times eager's "
                             "error (plus a floor relative to the reference's size)"),
 }

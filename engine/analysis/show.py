@@ -203,6 +203,7 @@ def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
         rest: list[str] = method_lines(timer, _pipeline_k(run, rows),
                                        one_eager=eager_per_row(rows) is None)
         rest += process_lines(rows)
+        rest += judged_lines(rows)
         for r in rows:
             busy = r.get("host_other_busy_cores")
             if not _blank(busy) and busy >= BUSY_HOST_CORES:
@@ -230,6 +231,21 @@ def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
         rest += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]
         lines += wrap_lines(rest, width)
     return "\n".join(lines)
+
+
+def judged_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Which tensor each row's ``err vs fp64`` figure is of, said where rows differ (a training
+    run compares many tensors, and eager's row has no allowance to be judged against)."""
+    from contract.accuracy import judged_tensor
+
+    named = [(r["variant"], r.get("accuracy_tensor") or judged_tensor(r)) for r in rows
+             if r.get("status") == "ok" and not _blank(r.get("eager_error"))]
+    if len({t for _, t in named if t}) < 2:
+        return []
+    return ["  err vs fp64: each row's figure is of its own judged tensor, so the rows' eager "
+            "figures are of different tensors: " + "; ".join(
+                f"{v} {t or '?'}" + (" (its largest error)" if v == "eager" else
+                                     " (nearest its allowance)") for v, t in named)]
 
 
 def earlier_runs(db: Any, run_id: int, spec: Any, rows: list[dict[str, Any]]

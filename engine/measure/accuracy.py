@@ -55,6 +55,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from contract import accuracy as accuracy_pick
+
 REFERENCE_DTYPE = "float64"
 DEFAULT_MULTIPLIER = 3.0
 # The absolute floor by the dtype the arithmetic runs in (autocast's when it is on): the
@@ -241,21 +243,15 @@ def _torch_same(eager: Tensors, compiled: Tensors, fp64: Tensors, tol: float) ->
 def figures(groups: dict[str, dict[str, Any]], *, deterministic_diff: float,
             extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The result's top-level accuracy figures from one or more judged groups (``output``, or
-    ``loss`` and ``parameters``): the worst group's worst tensor decides."""
-    def badness(g: dict[str, Any]) -> float:
-        w = g["worst"] or {}
-        c, allowed = w.get("compiled_error"), w.get("allowed")
-        if c is None:
-            return w.get("eager_error") or 0.0
-        return math.inf if c != c or not allowed else c / allowed
-
-    worst_group = max(groups.values(), key=badness)
+    ``loss`` and ``parameters``): the worst group's worst tensor decides (contract/accuracy.py)."""
+    worst_group = accuracy_pick.worst_group(groups)
     w = worst_group["worst"] or {}
     ok = all(g["ok"] for g in groups.values())
     detail: dict[str, Any] = {"groups": groups, **(extra or {})}
     return {"reference_dtype": REFERENCE_DTYPE,
             "eager_error": _finite(w.get("eager_error")),
             "compiled_error": _finite(w.get("compiled_error")),
+            "accuracy_tensor": w.get("tensor"),
             "accuracy_multiplier": worst_group["multiplier"],
             "accuracy_floor": worst_group["floor"],
             "accuracy_ok": ok,
