@@ -10,7 +10,11 @@ and 1.207 ms while each run's four processes agreed within 1 %. This probe compi
 (bf16, b8 s128) cold in ``--caches`` fresh cache directories and once more warm from each, one
 process at a time: each process times the compiled model against eager in alternating rounds
 (CUDA events) and prints its medians and a digest of the best configs in its cache directory
-(``*.best_config``, what autotuning chose). Same digest and different speed: not the choice.
+(``*.best_config``, what autotuning chose) and of the config each autotuned kernel runs in the
+process (read from its autotuner: ``in_use``), the autotune cache's decisions and the SM clock.
+Same ``in_use`` and different speed: not the choice. ``--redraw`` / ``--redraw-env`` ask whether
+a warm process can draw the choice anew (cache 0 without its ``*.best_config`` files, or with
+``TORCHINDUCTOR_AUTOTUNE_LOCAL_CACHE=0``): a new draw would cost a warm compile, not a cold one.
 A benchmark script: it prints figures.
 """
 
@@ -61,22 +65,43 @@ def choice(p):  # block sizes, warps, stages: not the timing or hashes stored be
     return p.name.split(".")[0] + " " + json.dumps(keep, sort_keys=True)
 configs = sorted(choice(p) for p in pathlib.Path(a["cache"]).rglob("*.best_config"))
 digest = hashlib.sha1("\n".join(configs).encode()).hexdigest()[:10]
+sys.path.insert(0, a["root"])
+from engine.measure.forensics import _loaded_modules, autotune_states
+in_use = []  # what each autotuned kernel runs now, read from its autotuner in this process
+for mod in _loaded_modules():
+    for name, v in list(getattr(mod, "__dict__", {}).items()):
+        ls, cs = getattr(v, "launchers", None), getattr(v, "configs", None) or []
+        if isinstance(ls, list) and len(ls) == 1 and len(cs) > 1:
+            cfg = ls[0].config
+            in_use.append(f"{name} {sorted(cfg.kwargs.items())} w{cfg.num_warps}")
+in_use.sort()
+try:
+    clock = torch.cuda.clock_rate()
+except Exception:
+    clock = None
 print("RESULT " + json.dumps({"first_call_s": round(first_s, 2),
       "compiled_ms": statistics.median(c), "eager_ms": statistics.median(e),
       "speedup": statistics.median(ei / ci for ei, ci in zip(e, c)), "best_configs": len(configs),
-      "digest": digest, "choices": configs}))
+      "digest": digest, "choices": configs, "autotune": autotune_states(_loaded_modules()),
+      "in_use": hashlib.sha1("\n".join(in_use).encode()).hexdigest()[:10],
+      "in_use_list": in_use, "sm_clock_mhz": clock}))
 """
 
 
-def child(mode: str, cache: str, rounds: int) -> dict:
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache)
+def child(mode: str, cache: str, rounds: int, **env_extra: str) -> dict:
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, **env_extra)
     p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(
-        {"mode": mode, "cache": cache, "rounds": rounds})], env=env, capture_output=True,
-        text=True)
+        {"mode": mode, "cache": cache, "rounds": rounds,
+         "root": str(pathlib.Path(__file__).resolve().parents[1])})], env=env,
+        capture_output=True, text=True)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
     return {"error": (p.stderr or p.stdout)[-300:]}
+
+
+def _shown(r: dict) -> str:
+    return json.dumps({k: v for k, v in r.items() if k not in ("choices", "in_use_list")})
 
 
 def main() -> int:
@@ -87,6 +112,8 @@ def main() -> int:
     ap.add_argument("--warm", type=int, default=2, help="warm processes per cache")
     ap.add_argument("--redraw", type=int, default=0,
                     help="processes on copies of cache 0 without its autotuning results")
+    ap.add_argument("--redraw-env", type=int, default=0,
+                    help="processes on cache 0 with TORCHINDUCTOR_AUTOTUNE_LOCAL_CACHE=0")
     args = ap.parse_args()
     rows: list[tuple] = []
     tmp: list[str] = []
@@ -96,8 +123,7 @@ def main() -> int:
         for phase in ("cold", *["warm"] * args.warm):
             r = child(args.mode, cache, args.rounds)
             rows.append((k, phase, r))
-            shown = {key: v for key, v in r.items() if key != "choices"}
-            print(f"cache {k} {phase}: {json.dumps(shown)}", flush=True)
+            print(f"cache {k} {phase}: {_shown(r)}", flush=True)
     for n in range(args.redraw):
         # the compile's code, kernels and FX graph kept; its *.best_config files removed, so
         # the process autotunes again at its first call: a new draw of the choice alone
@@ -106,16 +132,19 @@ def main() -> int:
         gone = [p.unlink() for p in pathlib.Path(copy).rglob("*.best_config")]
         r = child(args.mode, copy, args.rounds)
         rows.append((f"redraw{n}", "warm", r))
-        shown = {key: v for key, v in r.items() if key != "choices"}
-        print(f"redraw {n} ({len(gone)} choices removed): {json.dumps(shown)}", flush=True)
+        print(f"redraw {n} ({len(gone)} choices removed): {_shown(r)}", flush=True)
+    for n in range(args.redraw_env):
+        r = child(args.mode, tmp[0], args.rounds, TORCHINDUCTOR_AUTOTUNE_LOCAL_CACHE="0")
+        rows.append((f"env{n}", "warm", r))
+        print(f"redraw-env {n}: {_shown(r)}", flush=True)
     ok = [(k, r) for k, _, r in rows if "compiled_ms" in r]
     if ok:
         per_cache = {k: [r["compiled_ms"] for kk, r in ok if kk == k] for k, _ in ok}
         means = [statistics.fmean(v) for v in per_cache.values()]
         within = [max(v) / min(v) - 1 for v in per_cache.values() if len(v) > 1]
         print(f"compiled ms per cache: {per_cache}")
-        chosen = {k: set(r.get("choices") or []) for k, ph, r in rows
-                  if ph == "cold" or str(k).startswith("redraw")}
+        chosen = {k: set(r.get("in_use_list") or []) for k, ph, r in rows
+                  if ph == "cold" or not isinstance(k, int)}
         common = set.intersection(*chosen.values()) if chosen else set()
         for k, c in chosen.items():
             for line in sorted(c - common):
