@@ -3,7 +3,7 @@ under CUDA graphs (reduce-overhead)? Each way runs in its own process on a small
 or Mistral model, so a crash is reported as one; a way that fails prints the end of its error.
 A probe for the GPU: it prints what it saw.
 
-    python acceptance/generate_graphs_probe.py [LlamaForCausalLM MistralForCausalLM]
+    python acceptance/generate_graphs_probe.py [--ways early,plain] [LlamaForCausalLM ...]
 
 Ways: ``plain`` (the forward compiled, generate() builds its static cache, which the compiled
 prefill then allocates), ``step_safe`` (plus a CUDA-graph step and cloned outputs per forward),
@@ -46,8 +46,14 @@ print("OK", tuple(out.shape))
 
 
 def main() -> int:
-    for arch in sys.argv[1:] or ("LlamaForCausalLM", "MistralForCausalLM"):
-        for way in ("plain", "step_safe", "early"):
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ways", default="plain,step_safe,early")
+    ap.add_argument("archs", nargs="*", default=["LlamaForCausalLM", "MistralForCausalLM"])
+    args = ap.parse_args()
+    for arch in args.archs:
+        for way in args.ways.split(","):
             try:
                 p = subprocess.run([sys.executable, "-c", CHILD, arch, way, str(ROOT)],
                                    capture_output=True, text=True, timeout=150)
