@@ -70,10 +70,14 @@ from engine.measure.forensics import _loaded_modules, autotune_states
 in_use = []  # what each autotuned kernel runs now, read from its autotuner in this process
 for mod in _loaded_modules():
     for name, v in list(getattr(mod, "__dict__", {}).items()):
-        ls, cs = getattr(v, "launchers", None), getattr(v, "configs", None) or []
-        if isinstance(ls, list) and len(ls) == 1 and len(cs) > 1:
+        # after its compile an autotuner keeps no config list (configs = None), only its
+        # launchers: one once autotuned or read from the cache; a kernel with one config
+        # never had a choice. No decision recorded (autotune cache off): kept, marked "-".
+        ls, info = getattr(v, "launchers", None), getattr(v, "autotune_cache_info", None)
+        state = info.get("autotune_cache_state", "-") if isinstance(info, dict) else "-"
+        if isinstance(ls, list) and len(ls) == 1 and state != "only 1 config":
             cfg = ls[0].config
-            in_use.append(f"{name} {sorted(cfg.kwargs.items())} w{cfg.num_warps}")
+            in_use.append(f"{name} {sorted(cfg.kwargs.items())} w{cfg.num_warps} ({state})")
 in_use.sort()
 try:
     clock = torch.cuda.clock_rate()
@@ -83,7 +87,8 @@ print("RESULT " + json.dumps({"first_call_s": round(first_s, 2),
       "compiled_ms": statistics.median(c), "eager_ms": statistics.median(e),
       "speedup": statistics.median(ei / ci for ei, ci in zip(e, c)), "best_configs": len(configs),
       "digest": digest, "choices": configs, "autotune": autotune_states(_loaded_modules()),
-      "in_use": hashlib.sha1("\n".join(in_use).encode()).hexdigest()[:10],
+      "in_use": hashlib.sha1("\n".join(u.rsplit(" (", 1)[0] for u in in_use).encode()
+                             ).hexdigest()[:10], "kernels_in_use": len(in_use),
       "in_use_list": in_use, "sm_clock_mhz": clock}))
 """
 
@@ -143,8 +148,8 @@ def main() -> int:
         means = [statistics.fmean(v) for v in per_cache.values()]
         within = [max(v) / min(v) - 1 for v in per_cache.values() if len(v) > 1]
         print(f"compiled ms per cache: {per_cache}")
-        chosen = {k: set(r.get("in_use_list") or []) for k, ph, r in rows
-                  if ph == "cold" or not isinstance(k, int)}
+        chosen = {k: {u.rsplit(" (", 1)[0] for u in r.get("in_use_list") or []}
+                  for k, ph, r in rows if ph == "cold" or not isinstance(k, int)}
         common = set.intersection(*chosen.values()) if chosen else set()
         for k, c in chosen.items():
             for line in sorted(c - common):
