@@ -12,7 +12,8 @@ from engine.analysis.show import judged_lines
 
 def _group(tensor, eager, compiled=None, allowed=None):
     return {"ok": True, "worst": {"tensor": tensor, "eager_error": eager,
-                                  "compiled_error": compiled, "allowed": allowed}}
+                                  "compiled_error": compiled, "allowed": allowed},
+            "multiplier": 3.0, "floor": 1e-3}
 
 
 EAGER = {"variant": "eager", "status": "ok", "eager_error": 1.16, "accuracy": {"groups": {
@@ -53,3 +54,13 @@ def test_hostile_details_give_none():
                    {"groups": {"a": {"worst": {"tensor": ["x"], "eager_error": 1.0}}}},
                    {"groups": {"a": _group("t", "1", "2", "3"), "b": _group("u", 1.0)}}):
         assert judged_tensor({"accuracy": detail}) is None, detail
+
+
+def test_the_measured_result_stores_the_tensor_it_is_judged_on():
+    from engine.measure.accuracy import figures
+
+    out = figures(DEFAULT["accuracy"]["groups"], deterministic_diff=0.0)
+    assert out["accuracy_tensor"] == "grad:layer2.3.bn2.weight"
+    assert out["eager_error"] == 0.0079 and out["compiled_error"] == 0.0091
+    assert figures(EAGER["accuracy"]["groups"], deterministic_diff=0.0)["accuracy_tensor"] == (
+        "grad:conv1.weight")
