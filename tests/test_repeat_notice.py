@@ -84,3 +84,29 @@ def test_the_report_prints_it_as_text():
     assert "<b>Runs that do not repeat.</b>" in html and "in #1 against" in html
     other = runs_frame({1: spec("bert"), 2: spec("bert", dtype="bfloat16")})
     assert "Runs that do not repeat." not in report.build_report(other, f["variants"], [], [])
+
+
+# the H100 runs' stored device times per call: reduce-overhead's kernels moved, eager's held
+DEVICE = {1: (1.2866, 0.8485), 2: (1.3099, 0.8511), 4: (1.2502, 0.8483)}
+
+
+def test_the_notice_says_the_kernels_moved_where_the_device_times_show_it():
+    runs, variants = _frames(H100)
+    for rid, (dev, eager_dev) in DEVICE.items():
+        at = variants["run_id"] == rid
+        variants.loc[at, "device_busy_ms_per_call"] = dev
+        variants.loc[at, "eager_device_busy_ms_per_call"] = eager_dev
+    text = repeat_notice(runs, variants)
+    assert ("in #4 (5.0 % apart; its kernels took 1.29 and 1.25 ms of device time per call, "
+            "2.9 % apart, while eager's held within 0.0 %: the runs' compiles chose other "
+            "kernels)") in text
+
+
+def test_kernels_moved_only_where_eager_held_and_the_figures_are_numbers():
+    a = {"device_busy_ms_per_call": 1.31, "eager_device_busy_ms_per_call": 0.851}
+    b = {"device_busy_ms_per_call": 1.25, "eager_device_busy_ms_per_call": 0.848}
+    assert "compiles chose other kernels" in repeat.kernels_moved(a, b)
+    assert repeat.kernels_moved(a, {**b, "device_busy_ms_per_call": 1.30}) is None  # < 2 %
+    assert repeat.kernels_moved(a, {**b, "eager_device_busy_ms_per_call": 0.80}) is None  # host
+    for bad in (None, "1.25", float("nan"), -1.0, True):
+        assert repeat.kernels_moved(a, {**b, "device_busy_ms_per_call": bad}) is None

@@ -58,4 +58,5 @@ def test_show_json_carries_the_same_comparison(tmp_path):
     assert pair["variant"] == "default" and pair["run_id"] == first
     assert pair["earlier_speedup"] < 2.1 < 2.5 < pair["speedup"]
     assert pair["difference"] > pair["allowed"] > 0
+    assert pair["cause"] is None  # these runs stored no device times
     assert run_json(db, first)["earlier_runs"] is None

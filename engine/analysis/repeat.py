@@ -46,3 +46,24 @@ def apart(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """True when the two rows' speedups differ by more than their intervals allow."""
     gap = pair_gap(a, b)
     return gap is not None and gap[0] > gap[1]
+
+
+KERNELS_MOVED = 0.02  # compiled device time this far apart between the runs ...
+EAGER_HELD = 1 / 3  # ... while eager's moved at most this share of that
+
+
+def kernels_moved(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """Where two runs' stored device times say why one variant's speedups differ: the compiled
+    kernels' device time per call moved while eager's held, i.e. the runs' compiles chose other
+    kernels (inductor autotunes some at the first call; docs/METHOD.md §5). None when the
+    figures are missing or do not show that."""
+    da, db = (positive(r.get("device_busy_ms_per_call")) for r in (a, b))
+    ea, eb = (positive(r.get("eager_device_busy_ms_per_call")) for r in (a, b))
+    if da is None or db is None or ea is None or eb is None:
+        return None
+    moved, held = abs(da / db - 1), abs(ea / eb - 1)
+    if moved < KERNELS_MOVED or held > EAGER_HELD * moved:
+        return None
+    return (f"its kernels took {da:.3g} and {db:.3g} ms of device time per call, "
+            f"{100 * moved:.1f} % apart, while eager's held within {100 * held:.1f} %: "
+            "the runs' compiles chose other kernels")

@@ -272,7 +272,8 @@ def earlier_runs(db: Any, run_id: int, spec: Any, rows: list[dict[str, Any]]
                 apart.append({"variant": r["variant"], "run_id": rid,
                               "speedup": r["speedup"], "earlier_speedup": old["speedup"],
                               "here": repeat.figure(r), "earlier": repeat.figure(old),
-                              "difference": gap[0], "allowed": gap[1]})
+                              "difference": gap[0], "allowed": gap[1],
+                              "cause": repeat.kernels_moved(r, old)})
     return {"runs": ids, "apart": apart}
 
 
@@ -288,7 +289,8 @@ def earlier_lines(found: dict[str, Any] | None) -> list[str]:
     return [f"  earlier runs of this configuration ({runs}), further apart than both intervals "
             "allow (an interval covers one run's processes, not what differs between runs): "
             + "; ".join(f"{a['variant']} {a['here']} here against {a['earlier']} in run "
-                        f"{a['run_id']}" for a in found["apart"])]
+                        f"{a['run_id']}" + (f" ({a['cause']})" if a["cause"] else "")
+                        for a in found["apart"])]
 
 
 def method_lines(timer: str, k: str, one_eager: bool = True) -> list[str]:
