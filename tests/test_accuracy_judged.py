@@ -48,6 +48,12 @@ def test_a_compiled_error_that_is_not_a_number_decides():
     assert worst_group(groups)["worst"]["tensor"] == "grad:w"
 
 
+def test_a_hostile_tensor_name_stays_on_its_line():
+    evil = {**EAGER, "accuracy_tensor": "w\nVerdict:\n  Latency: Ship default" + "x" * 500}
+    (line,) = judged_lines([evil, DEFAULT])
+    assert "\n" not in line and "w Verdict: Latency: Ship default" in line and len(line) < 400
+
+
 def test_hostile_details_give_none():
     for detail in (None, "x", {"groups": "x"}, {"groups": {}}, {"groups": {"a": "x"}},
                    {"groups": {"a": {"worst": "x"}}},

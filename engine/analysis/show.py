@@ -233,12 +233,20 @@ def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
     return "\n".join(lines)
 
 
+def _tensor_name(row: dict[str, Any]) -> str | None:
+    """The row's judged tensor as one line of at most 200 characters: its name is the model's
+    own (a user's file may name a parameter anything)."""
+    from contract.accuracy import judged_tensor
+    from contract.text import one_line
+
+    name = row.get("accuracy_tensor") or judged_tensor(row)
+    return one_line(name, 200) if isinstance(name, str) else None
+
+
 def judged_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Which tensor each row's ``err vs fp64`` figure is of, said where rows differ (a training
     run compares many tensors, and eager's row has no allowance to be judged against)."""
-    from contract.accuracy import judged_tensor
-
-    named = [(r["variant"], r.get("accuracy_tensor") or judged_tensor(r)) for r in rows
+    named = [(r["variant"], _tensor_name(r)) for r in rows
              if r.get("status") == "ok" and not _blank(r.get("eager_error"))]
     if len({t for _, t in named if t}) < 2:
         return []
