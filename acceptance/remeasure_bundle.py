@@ -202,12 +202,18 @@ def run_slice(args: argparse.Namespace) -> int:
         measured.append(rid)
         print(f"{n}: {spec['model']} re-measured as run {rid} in "
               f"{time.monotonic() - started:.0f} s", flush=True)
-    if args.slice_out and measured:
-        from storage import export_bundle
-
-        Path(args.slice_out).write_text(json.dumps(export_bundle(db, measured)))
-        print(f"wrote runs {', '.join(map(str, measured))} to {args.slice_out}")
+        if args.slice_out:  # after every run: a machine taken back mid-slice keeps the rest
+            _write_slice(db, measured, Path(args.slice_out))
     return 1 if bad else 0
+
+
+def _write_slice(db: Any, run_ids: list[int], path: Path) -> None:
+    from storage import export_bundle
+
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(export_bundle(db, run_ids)))
+    part.replace(path)  # whole or not at all
+    print(f"wrote runs {', '.join(map(str, run_ids))} to {path}", flush=True)
 
 
 def _sources(args: argparse.Namespace, scratch: Path) -> list[str]:
