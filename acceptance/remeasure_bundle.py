@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("write")
     w.add_argument("--bundle", required=True)
     w.add_argument("--db", action="append", default=[])
-    w.add_argument("--slice", action="append", default=[])
+    w.add_argument("--slice", action="extend", nargs="+", default=[])
     w.add_argument("--out", required=True)
     args = p.parse_args(argv)
     if args.cmd == "check":
