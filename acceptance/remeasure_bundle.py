@@ -226,7 +226,10 @@ def _sources(args: argparse.Namespace, scratch: Path) -> list[str]:
         url = f"sqlite:///{scratch / 'slices.db'}"
         db = open_database(url)
         for path in args.slice:
-            import_bundle(db, Path(path).read_bytes())
+            try:
+                import_bundle(db, Path(path).read_bytes())
+            except (OSError, ValueError) as e:  # BundleError is a ValueError
+                raise SystemExit(f"{path}: not a slice this can join: {e}") from None
         urls.append(url)
     return urls
 

@@ -102,3 +102,13 @@ def test_plan_keeps_every_configurations_variants_in_slices_that_fit(capsys):
         assert sum(1.2 * remeasure_bundle._took_s(runs[n - 1]) for n in members) <= 540.0
     assert remeasure_bundle.main(["plan", "--bundle", str(ROOT / "data" / "h200_bundle.json")]) == 0
     assert "18 of 36 runs keep every configuration's variants" in capsys.readouterr().out
+
+
+def test_a_hostile_or_missing_slice_is_refused_in_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "x", "runs": [{"spec": {"model": "../../x.py:f"}}]}))
+    for path in (bad, tmp_path / "missing.json"):
+        with pytest.raises(SystemExit, match="not a slice this can join"):
+            remeasure_bundle.main(["write", "--bundle", str(ROOT / "data" / "h200_bundle.json"),
+                                   "--slice", str(path), "--out", str(tmp_path / "o.json")])
+    assert not (tmp_path / "o.json").exists()
