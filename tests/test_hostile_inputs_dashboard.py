@@ -45,11 +45,13 @@ def db(app_db):
 
 
 def _seed(db, text: str = "plain") -> int:
-    """A finished run whose user text (note, tags, errors, stderr, graph-break reason) is
+    """A finished run whose user text (note, tags, errors, stderr, graph-break reason, judged
+    tensor) is
     ``text``; the model name too (written into the database by hand: bundles refuse model
     names that are not names, but anyone who can write the database can store one)."""
     results_ = mlp_results()
     results_[1]["graph_breaks"] = [{"reason": text, "file": text, "line": 3, "count": 1}]
+    results_[1]["accuracy_tensor"] = text  # a parameter's name: the user's model chooses it
     results_[2] = failed_result(results_[2]["variant"], error=text)
     results_[2]["stderr_tail"] = text
     run_id = queue.enqueue_run(db, spec("mlp"), tags=[text, "ok"], note=text)
@@ -305,7 +307,9 @@ def test_csv_export_neutralises_formula_cells(cell):
 def test_variants_csv_of_a_hostile_run(db):
     rid = _seed(db, FORMULA)
     d = queries.load_runs(db, [rid])
-    text = safe.csv(tables.variants_table(d["variants"], d["runs"]))
+    table = tables.variants_table(d["variants"], d["runs"])
+    assert FORMULA in set(table["accuracy_judged_tensor"])  # the seeded name reached the table
+    text = safe.csv(table)
     assert "\n=" not in text and ",=" not in text and "'=cmd" in text
 
 
@@ -318,6 +322,7 @@ def test_html_report_escapes_user_text(db, text):
     assert "<script>alert(1)</script>" not in page
     if text == SCRIPT:
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+        assert "Judged on" in page  # the column the seeded tensor name is in
     assert "<img" not in page
 
 
