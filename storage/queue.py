@@ -47,8 +47,10 @@ from storage.queue_recovery import (
 from storage.results import (
     RunNotFound,
     apply_environment,
+    build_variant_result,
     json_safe,
     normalize_tags,
+    put_variant_result,
     require_run,
 )
 from storage.workers import Capabilities, servable
@@ -279,15 +281,19 @@ def finish_run(
     environment: Mapping[str, Any] | None = None,
     *,
     worker_id: str | None = None,
+    results: Iterable[Mapping[str, Any]] = (),
 ) -> bool:
     """End a queued or running run as ``done``, ``failed`` or ``cancelled``; True if it did.
 
     With ``worker_id``, only a run still owned by that worker is finished, so a worker that lost
     its run to stale recovery cannot overwrite the new owner's state. Returns False when the run
-    had already finished (for instance cancelled while still queued).
+    had already finished (for instance cancelled while still queued). ``results``: variant
+    results held back until the end (a cancelled run's), saved in the same transaction, so a
+    reader never sees the run final without them.
     """
     if status not in FINAL_RUN_STATUSES:
         raise ValueError(f"status must be one of {FINAL_RUN_STATUSES}, got {status!r}")
+    entities = [build_variant_result(r) for r in results]
     with db.session(write=True) as session:
         conditions = [Run.id == run_id, Run.status.in_(("queued", "running"))]
         if worker_id is not None:
@@ -304,6 +310,8 @@ def finish_run(
         run.error = error
         if environment is not None:
             apply_environment(run, environment)
+        for entity in entities:
+            put_variant_result(session, run_id, entity)
         return True
 
 

@@ -238,15 +238,21 @@ def save_variant_result(db: Database, run_id: int, result: Mapping[str, Any]) ->
     entity = build_variant_result(result)
     with db.session(write=True) as session:
         require_run(session, run_id)
-        session.execute(
-            delete(VariantResult).where(
-                VariantResult.run_id == run_id, VariantResult.variant == entity.variant
-            )
+        return put_variant_result(session, run_id, entity)
+
+
+def put_variant_result(session: Session, run_id: int, entity: VariantResult) -> int:
+    """Replace the run's result of ``entity.variant`` inside the caller's transaction (the run
+    is known to exist); returns the new row's id."""
+    session.execute(
+        delete(VariantResult).where(
+            VariantResult.run_id == run_id, VariantResult.variant == entity.variant
         )
-        entity.run_id = run_id
-        session.add(entity)
-        session.flush()
-        return entity.id
+    )
+    entity.run_id = run_id
+    session.add(entity)
+    session.flush()
+    return entity.id
 
 
 # ---- environment, notes, tags ----

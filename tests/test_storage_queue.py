@@ -9,7 +9,7 @@ from sqlalchemy import update
 
 from storage.db import Database
 from storage.models import Run, utcnow
-from storage.queries import list_runs
+from storage.queries import list_runs, load_runs
 from storage.queue import (
     WORKER_LOST_ERROR,
     RunNotFound,
@@ -22,7 +22,7 @@ from storage.queue import (
     request_cancel,
     requeue_run,
 )
-from tests.test_storage_support import ENVIRONMENT, run_spec
+from tests.test_storage_support import ENVIRONMENT, failed_result, run_spec, variant_result
 
 
 def _run(db: Database, run_id: int) -> Run:
@@ -193,3 +193,21 @@ def test_requeue_run_hands_the_run_back_without_counting_an_attempt(db):
     # A re-queued run keeps its place: it is still the oldest.
     assert claim_next_run(db, "w2")[0] == first
     assert claim_next_run(db, "w2")[0] == second
+
+
+def test_finish_run_saves_held_results_with_the_end_and_only_for_its_owner(db):
+    """A cancelled run's held results land in the transaction that ends it: a reader that sees
+    the run final sees them too (the last one of a variant wins); a worker that lost the run
+    writes neither."""
+    run_id = enqueue_run(db, run_spec())
+    claim_next_run(db, "w1")
+    early = failed_result("default", "cancelled")
+    late = {**early, "error": "cancelled by the user (second process)"}
+    assert finish_run(db, run_id, "cancelled", worker_id="w2", results=[early]) is False
+    assert load_runs(db, [run_id])["variants"].empty
+    assert finish_run(db, run_id, "cancelled", error="cancelled by the user", worker_id="w1",
+                      results=[variant_result("eager"), early, late])
+    variants = load_runs(db, [run_id])["variants"].set_index("variant")
+    assert _run(db, run_id).status == "cancelled"
+    assert sorted(variants.index) == ["default", "eager"]
+    assert variants.loc["default", "error"] == late["error"]

@@ -35,8 +35,9 @@ def execute_run(
 
     A heartbeat answering "stop" means either a cancel or a lost run, and only ``finish_run``
     (which checks the owner) tells them apart: from that moment results are held back and saved
-    only once the run has been finished as this worker's, so a stalled worker that wakes up can
-    neither overwrite another worker's results nor end its run as cancelled.
+    in the transaction that ends the run as this worker's, so a stalled worker that wakes up can
+    neither overwrite another worker's results nor end its run as cancelled, and a reader never
+    sees the run final without them.
 
     A database outage does not end the run: heartbeats that fail are skipped (the child goes on
     measuring), and saving a result or finishing the run is retried with capped backoff until
@@ -67,7 +68,7 @@ class _Execution:
         self.heartbeat_every_s, self.retry_cap_s = heartbeat_every_s, retry_cap_s
         self.env: dict[str, Any] = host_fingerprint()
         self.cancel, self.outage, self.last_beat = False, False, 0.0
-        self.held: list[dict[str, Any]] = []  # results saved after finish_run, if still ours
+        self.held: list[dict[str, Any]] = []  # saved with finish_run, if still ours
         self.held_files: list[tuple[str, str, dict[str, Any], bytes]] = []
         # what the log last said of each variant: the runner re-sends every variant after each
         # process (the run's eager moves), and a line is worth a new process or the final one
@@ -155,7 +156,7 @@ class _Execution:
                 time.sleep(min(self.retry_cap_s, 2.0))
                 self.beat(None, None, None, force=True)
         if self.cancel or result.get("status") == "cancelled":
-            self.held.append(result)  # saved after finish_run, if the run is still ours
+            self.held.append(result)  # saved with finish_run, if the run is still ours
         else:
             self.save(result)
 
@@ -191,12 +192,12 @@ class _Execution:
             self.add_environment(r)
         if not self.durable("finishing the run", lambda: queue.finish_run(
                 self.db, self.run_id, status, error=error, environment=self.env,
-                worker_id=self.worker_id)):
+                worker_id=self.worker_id, results=self.held)):
             self.log(f"run {self.run_id}: no longer this worker's (re-queued after its heartbeat "
                      "went stale, or finished elsewhere): its results here are dropped")
             return "lost"
         for r in self.held:
-            self.save(r)
+            self.say(r)
         for f in self.held_files:
             self.save_file(*f)
         return status
