@@ -12,9 +12,11 @@ process at a time: each process times the compiled model against eager in altern
 (CUDA events) and prints its medians and a digest of the best configs in its cache directory
 (``*.best_config``, what autotuning chose) and of the config each autotuned kernel runs in the
 process (read from its autotuner: ``in_use``), the autotune cache's decisions and the SM clock.
-Same ``in_use`` and different speed: not the choice. ``--redraw`` / ``--redraw-env`` ask whether
-a warm process can draw the choice anew (cache 0 without its ``*.best_config`` files, or with
-``TORCHINDUCTOR_AUTOTUNE_LOCAL_CACHE=0``): a new draw would cost a warm compile, not a cold one.
+Same ``in_use`` and different speed: not the choice. ``--redraw`` / ``--redraw-env`` /
+``--redraw-engine`` ask whether a warm process can draw the choice anew (cache 0 copied without
+its ``*.best_config`` files; ``TORCHINDUCTOR_AUTOTUNE_LOCAL_CACHE=0``; the engine's own redraw,
+engine/measure/autotune_draw.py, whose processes should show their kernels "miss" and differ in
+``in_use`` from one another while cache 0 replays its choice afterwards).
 A benchmark script: it prints figures.
 """
 
@@ -39,6 +41,10 @@ from transformers import BertConfig, BertModel
 bert = BertModel(BertConfig()).to("cuda", torch.bfloat16).eval()
 eager = lambda ids: bert(input_ids=ids).last_hidden_state
 x = torch.randint(0, 30522, (8, 128), device="cuda")
+sys.path.insert(0, a["root"])
+if a.get("redraw"):  # the engine's own redraw (engine/measure/autotune_draw.py)
+    from engine.measure.autotune_draw import redraw
+    assert redraw() is None
 comp = torch.compile(eager, mode=None if a["mode"] == "default" else a["mode"])
 def rounds(fn, k):
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -65,7 +71,6 @@ def choice(p):  # block sizes, warps, stages: not the timing or hashes stored be
     return p.name.split(".")[0] + " " + json.dumps(keep, sort_keys=True)
 configs = sorted(choice(p) for p in pathlib.Path(a["cache"]).rglob("*.best_config"))
 digest = hashlib.sha1("\n".join(configs).encode()).hexdigest()[:10]
-sys.path.insert(0, a["root"])
 from engine.measure.forensics import _loaded_modules, autotune_states
 in_use = []  # what each autotuned kernel runs now, read from its autotuner in this process
 for mod in _loaded_modules():
@@ -93,10 +98,10 @@ print("RESULT " + json.dumps({"first_call_s": round(first_s, 2),
 """
 
 
-def child(mode: str, cache: str, rounds: int, **env_extra: str) -> dict:
+def child(mode: str, cache: str, rounds: int, redraw: bool = False, **env_extra: str) -> dict:
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, **env_extra)
     p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(
-        {"mode": mode, "cache": cache, "rounds": rounds,
+        {"mode": mode, "cache": cache, "rounds": rounds, "redraw": redraw,
          "root": str(pathlib.Path(__file__).resolve().parents[1])})], env=env,
         capture_output=True, text=True)
     for line in p.stdout.splitlines():
@@ -119,6 +124,9 @@ def main() -> int:
                     help="processes on copies of cache 0 without its autotuning results")
     ap.add_argument("--redraw-env", type=int, default=0,
                     help="processes on cache 0 with TORCHINDUCTOR_AUTOTUNE_LOCAL_CACHE=0")
+    ap.add_argument("--redraw-engine", type=int, default=0,
+                    help="processes on cache 0 with the engine's redraw "
+                         "(engine/measure/autotune_draw.py), then one that replays")
     args = ap.parse_args()
     rows: list[tuple] = []
     tmp: list[str] = []
@@ -130,8 +138,9 @@ def main() -> int:
             rows.append((k, phase, r))
             print(f"cache {k} {phase}: {_shown(r)}", flush=True)
     for n in range(args.redraw):
-        # the compile's code, kernels and FX graph kept; its *.best_config files removed, so
-        # the process autotunes again at its first call: a new draw of the choice alone
+        # the compile's code, kernels and FX graph kept; its *.best_config files removed. A warm
+        # load's pickled autotuners look their choice up at the path of the compile that
+        # filled the cache (torch's StaticAutotunerFuture), so this copy is expected to replay
         copy = tempfile.mkdtemp(prefix=f"redraw{n}_")
         shutil.copytree(f"{tmp[0]}", copy, dirs_exist_ok=True)
         gone = [p.unlink() for p in pathlib.Path(copy).rglob("*.best_config")]
@@ -142,6 +151,14 @@ def main() -> int:
         r = child(args.mode, tmp[0], args.rounds, TORCHINDUCTOR_AUTOTUNE_LOCAL_CACHE="0")
         rows.append((f"env{n}", "warm", r))
         print(f"redraw-env {n}: {_shown(r)}", flush=True)
+    for n in range(args.redraw_engine):
+        r = child(args.mode, tmp[0], args.rounds, redraw=True)
+        rows.append((f"engine{n}", "warm", r))
+        print(f"redraw-engine {n}: {_shown(r)}", flush=True)
+    if args.redraw_engine:  # the redraws must have left cache 0's choice as it was
+        r = child(args.mode, tmp[0], args.rounds)
+        rows.append(("after-redraws", "warm", r))
+        print(f"cache 0 warm after the redraws: {_shown(r)}", flush=True)
     ok = [(k, r) for k, _, r in rows if "compiled_ms" in r]
     if ok:
         per_cache = {k: [r["compiled_ms"] for kk, r in ok if kk == k] for k, _ in ok}

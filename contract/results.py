@@ -22,7 +22,11 @@ from types import MappingProxyType
 from typing import Any
 
 from contract.schema import FIGURES, STATS_KEYS, fits
+from contract.text import one_line
 
+#: A process's autotuned kernels: the cold compile's own draw, the cache's choice replayed, or
+#: drawn anew in a warm process (engine/measure/autotune_draw.py).
+DRAWS = ("drawn", "replayed", "redrawn")
 SERIES = ("samples_ms", "eager_samples_ms", "pipelined_ms", "eager_pipelined_ms")
 CHILDREN = ("graph_breaks", "recompiles", "sweep")
 _RESULT_KINDS = {f.name: f.kind for f in FIGURES if f.where == "result"}
@@ -93,6 +97,8 @@ class ProcessResult:
     first_call_s: float | None = None
     phases: tuple[Mapping[str, Any], ...] = ()
     compile_load: Mapping[str, Any] | None = None
+    autotune_draw: str | None = None
+    autotune_draw_note: str | None = None
     started_at: float | None = None
     spawned_at: float | None = None
     ended_at: float | None = None
@@ -120,6 +126,9 @@ class ProcessResult:
             phases=tuple(MappingProxyType(dict(p)) for p in raw.get("phases") or ()
                          if isinstance(p, dict)) if isinstance(raw.get("phases"), list) else (),
             compile_load=_mapping(raw.get("compile_load")),
+            autotune_draw=d if (d := raw.get("autotune_draw")) in DRAWS else None,
+            autotune_draw_note=one_line(n, 300) if isinstance(
+                n := raw.get("autotune_draw_note"), str) else None,
             **{k: _number(raw.get(k)) for k in ("started_at", "spawned_at", "ended_at")})
 
     @classmethod
@@ -128,6 +137,8 @@ class ProcessResult:
         base = dict((child.get("processes") or [{}])[0])
         base.update(first_call_s=first_call_s, phases=child.get("phases"),
                     compile_load=child.get("compile_load"),
+                    autotune_draw=child.get("autotune_draw"),
+                    autotune_draw_note=child.get("autotune_draw_note"),
                     started_at=child.get("process_started_at"),
                     spawned_at=child.get("process_spawned_at"),
                     ended_at=child.get("process_ended_at"))

@@ -21,6 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from contract.results import ProcessResult
 from dashboard import safe
 from dashboard.charts_base import _labels, _layout, _ok, empty_figure
 from engine import known_errors
@@ -213,10 +214,16 @@ def cache_table(variants: pd.DataFrame) -> pd.DataFrame:
     df = _compiled(variants)
     rows = []
     for _, r in df.iterrows() if not df.empty else []:
-        for c in r.get("compile_cache") or []:
+        compiles = [c for c in r.get("compile_cache") or [] if isinstance(c, dict)]
+        procs = r.get("processes") if isinstance(r.get("processes"), list) else []
+        # one entry per process in both lists, in the same order (engine/orchestrate/fold.py)
+        draws = [ProcessResult.from_json(p).autotune_draw for p in procs] if len(
+            procs) == len(compiles) else [None] * len(compiles)
+        for c, draw in zip(compiles, draws, strict=True):
             n = c.get("counters") or {}
             states = autotune_states(c)
             rows.append({"run_id": r["run_id"], "variant": r["variant"], "compile": c.get("phase"),
+                         "autotuned kernels": draw,
                          **{k: int(n.get(k) or 0) for k in SHOWN},
                          **{f"autotune_cache_state={s}": int(states.get(s, 0))
                             for s in AUTOTUNE_STATES},

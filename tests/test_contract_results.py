@@ -22,7 +22,8 @@ def _process() -> dict:
             "host_probe_after": {"launch_us": 7.5, "module_call_us": 1.3},
             "timing_cpus": [15], "threads": 1, "first_call_s": 3.2,
             "phases": [{"name": "measure", "start": 1.0, "end": 2.0}],
-            "compile_load": {"other_busy_cores": 0.0}, "started_at": 1.0, "spawned_at": 0.5,
+            "compile_load": {"other_busy_cores": 0.0}, "autotune_draw": "redrawn",
+            "autotune_draw_note": None, "started_at": 1.0, "spawned_at": 0.5,
             "ended_at": 3.0}
 
 
@@ -39,7 +40,8 @@ def test_a_process_round_trips_through_its_json():
     ("samples_ms", [1.0, -1.0]), ("samples_ms", [1.0, float("nan")]), ("samples_ms", "12"),
     ("samples_ms", [True, 1.0]), ("block", 0), ("block", True), ("pipeline_k", 1.5),
     ("host_probe", {"launch_us": "fast"}), ("timing_cpus", "15"), ("first_call_s", float("inf")),
-    ("phases", "x"), ("compile_load", [1])])
+    ("phases", "x"), ("compile_load", [1]), ("autotune_draw", "<b>"),
+    ("autotune_draw", ["redrawn"]), ("autotune_draw_note", 5)])
 def test_what_does_not_fit_is_left_out(key, value):
     """A row or a child's file written by anyone: the field reads as missing, nothing raises."""
     p = ProcessResult.from_json({**_process(), key: value})

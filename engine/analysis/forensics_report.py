@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from contract.results import DRAWS, ProcessResult
 from engine import known_errors
 from engine.measure import compile_load
 
@@ -255,6 +256,24 @@ def compile_host_line(row: dict[str, Any]) -> str | None:
     return f"  compile host [{row['variant']}]: " + "; ".join(parts) if parts else None
 
 
+def draw_line(row: dict[str, Any]) -> str | None:
+    """``autotuned kernels [default]: the cold compile's draw, replayed by 1 process, drawn
+    anew by 2``: which processes measured which draw of the autotuned kernel choices
+    (engine/measure/autotune_draw.py), with why a redraw was not made."""
+    procs = [ProcessResult.from_json(p) for p in row.get("processes") or []
+             if isinstance(p, dict)]
+    n = {d: sum(p.autotune_draw == d for p in procs) for d in DRAWS}
+    if not any(n.values()):
+        return None
+    said = ["the cold compile's draw"] if n["drawn"] else []
+    said += [f"replayed by {n['replayed']} process{'es' if n['replayed'] != 1 else ''}"] if n[
+        "replayed"] else []
+    said += [f"drawn anew by {n['redrawn']}"] if n["redrawn"] else []
+    notes = sorted({p.autotune_draw_note for p in procs if p.autotune_draw_note})
+    return (f"  autotuned kernels [{row['variant']}]: " + ", ".join(said)
+            + "".join(f"; not drawn anew: {note}" for note in notes))
+
+
 def lines(rows: list[dict[str, Any]]) -> list[str]:
     """Every forensics line of a run's compiled variants, in table order."""
     out: list[str] = []
@@ -263,7 +282,7 @@ def lines(rows: list[dict[str, Any]]) -> list[str]:
             piece = roofline_line(row)
             out += [piece] if piece else []
             continue
-        for piece in (cache_line(row), startup_line(row), coverage_line(row),
+        for piece in (cache_line(row), draw_line(row), startup_line(row), coverage_line(row),
                       roofline_line(row)):
             if piece:
                 out.append(piece)

@@ -35,6 +35,7 @@ from torch.utils import _pytree as pytree  # noqa: E402
 from engine import grid  # noqa: E402
 from engine.measure import (  # noqa: E402
     accuracy,
+    autotune_draw,
     decode,
     forensics,
     hf_generate,
@@ -309,6 +310,18 @@ def _compile_call(c: _Child, what: str) -> float:
     return ms
 
 
+def _autotune_draw(c: _Child, redraw: bool) -> None:
+    """Whether this process's autotuned kernels replay the cache's choice or draw anew
+    (engine/measure/autotune_draw.py), set before its first compiled call."""
+    if c.is_eager:
+        return
+    draw, why_not = autotune_draw.for_process(c.run, grid.compile_kwargs(c.run, c.variant),
+                                              c.phase, redraw)
+    c.res["autotune_draw"] = draw
+    if why_not:
+        c.res["autotune_draw_note"] = why_not
+
+
 def _warm_cache_process(c: _Child) -> None:
     """A further measuring process: its first call is the warm-cache compile, then warm-up and
     paired rounds like the cold process, nothing else."""
@@ -471,8 +484,10 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                 res["startup"] = startup.measure_strategy(phase, c.model, c.inputs, run,
                                                           variant, timer, c.kwargs)
             elif phase == "warm_cache":
+                _autotune_draw(c, spec.get("redraw_autotune") is True)
                 _warm_cache_process(c)
             else:
+                _autotune_draw(c, False)
                 _cold_process(c)
     except torch.cuda.OutOfMemoryError as e:
         res.update(status="failed", failure_kind="oom", error=f"out of memory while {c.stage}: "

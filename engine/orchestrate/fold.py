@@ -51,9 +51,10 @@ def first_process(result: dict[str, Any]) -> None:
     load = result.get("compile_load")
     if load is not None:  # the cold compile's host (engine/measure/compile_load.py)
         result["compile_load"] = {"cold": load}
+    draw = {k: result.pop(k, None) for k in ("autotune_draw", "autotune_draw_note")}
     if not result.get("processes"):
         return  # a process that failed before timing keeps its phases where they are
-    child = {**result, "compile_load": load}
+    child = {**result, "compile_load": load, **draw}
     result["processes"] = [ProcessResult.from_child(
         child, result.get("first_call_cold_s")).to_json()]
     for key in ("phases", "process_started_at", "process_spawned_at", "process_ended_at"):

@@ -1,0 +1,83 @@
+"""Whether a further measuring process draws its compile's autotuned kernel choices anew.
+
+Inductor gives a Triton kernel with several candidate configs (block sizes, warps) to its
+autotuner, which benchmarks them at the kernel's first call and keeps the winner in the cache
+(``*.best_config`` beside the kernel; a warm load's pickled autotuners read it from the path of
+the compile that filled the cache). Every later process on that cache replays the winner. The
+winner is itself a draw: three cold compiles of BERT-base chose differently for 4 of its 5
+autotuned kernels, and runs that differed only in that draw moved their compiled time by 4.8 %
+while each run's processes agreed within 1 % (docs/METHOD.md §5). Processes that all replay one
+choice measure one draw, so their interval cannot cover the spread a user's own compile meets.
+
+A process given ``redraw`` answers every stored choice with "none" and keeps its own winners to
+itself: its first call autotunes anew, as the cold compile's did, and nothing it chooses reaches
+the next process. The compile itself (graph, kernels, their binaries) is still the cached one.
+Only a GPU variant without max-autotune redraws: max-autotune's GEMM choices are made while
+compiling and live in the cached code, and its coordinate-descent tuning would be repeated in
+full at every first call (minutes where autotuning takes a second).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from contract.results import DRAWS
+
+#: What a process's ``autotune_draw`` says (``contract.results.ProcessResult``).
+DRAWN, REPLAYED, REDRAWN = DRAWS
+
+
+def applies(run: Mapping[str, Any], kwargs: Mapping[str, Any]) -> bool:
+    """Whether this variant's processes autotune Triton kernels at their first call and may
+    redraw: inductor on a GPU, without max-autotune or coordinate-descent tuning."""
+    if not str(run.get("device", "cpu")).startswith("cuda"):
+        return False
+    if kwargs.get("backend", "inductor") != "inductor":
+        return False
+    options = kwargs.get("options") or {}
+    if "max-autotune" in str(kwargs.get("mode") or ""):
+        return False
+    return not any(options.get(k) for k in ("max_autotune", "coordinate_descent_tuning"))
+
+
+def redraw() -> str | None:
+    """Make this process's autotuners ignore the cache's choices and keep their own; None if
+    it did, else why not (a torch without the hooks this relies on)."""
+    try:
+        from torch._inductor.runtime.autotune_cache import AutotuneCache
+    except Exception as e:  # no inductor runtime: nothing autotunes here
+        return f"torch's autotune cache could not be imported ({type(e).__name__})"
+    missing = [n for n in ("read_best", "save") if not callable(getattr(AutotuneCache, n, None))]
+    if missing:
+        return f"torch's AutotuneCache has no {', '.join(missing)}"
+    # Class attributes, so the autotuners unpickled from the cache (whose save hook is a bound
+    # method looked up when it is unpickled, after this) and those built from source both see
+    # them.
+    AutotuneCache.read_best = _no_choice  # type: ignore[method-assign]
+    AutotuneCache.save = _keep_own  # type: ignore[method-assign]
+    return None
+
+
+def _no_choice(self: Any, *args: Any, **kwargs: Any) -> None:
+    """No stored winner: the kernel autotunes at its first call."""
+    return None
+
+
+def _keep_own(self: Any, *args: Any, **kwargs: Any) -> None:
+    """This process's winner stays in this process: the next one draws on its own."""
+    return None
+
+
+def for_process(run: Mapping[str, Any], kwargs: Mapping[str, Any], phase: str,
+                wants_redraw: bool) -> tuple[str | None, str | None]:
+    """(``autotune_draw`` for this process's result, or None where nothing autotunes; a reason
+    where a redraw was asked for and could not be made)."""
+    if not applies(run, kwargs):
+        return None, None
+    if phase == "cold":
+        return DRAWN, None
+    if not wants_redraw:
+        return REPLAYED, None
+    why_not = redraw()
+    return (REPLAYED, why_not) if why_not else (REDRAWN, None)

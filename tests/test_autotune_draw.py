@@ -1,0 +1,149 @@
+"""A further process's autotuned kernels draw anew (engine/measure/autotune_draw.py): which
+variants and processes, the mechanism against the installed torch, and what is stored."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import types
+
+import pytest
+
+from contract.results import ProcessResult
+from engine.measure import autotune_draw
+from engine.orchestrate import process
+from engine.orchestrate.fold import first_process, merge_process
+
+CUDA = {"device": "cuda", "backend": "inductor"}
+
+
+@pytest.mark.parametrize(("run", "kwargs", "applies"), [
+    (CUDA, {"backend": "inductor"}, True),
+    (CUDA, {"backend": "inductor", "mode": "reduce-overhead"}, True),
+    ({"device": "cuda:1"}, {"backend": "inductor", "options": {"epilogue_fusion": True}}, True),
+    (CUDA, {"backend": "inductor", "mode": "max-autotune"}, False),
+    (CUDA, {"backend": "inductor", "mode": "max-autotune-no-cudagraphs"}, False),
+    (CUDA, {"backend": "inductor", "options": {"max_autotune": True}}, False),
+    (CUDA, {"backend": "inductor", "options": {"coordinate_descent_tuning": True}}, False),
+    (CUDA, {"backend": "aot_eager"}, False),
+    ({"device": "cpu"}, {"backend": "inductor"}, False),
+])
+def test_only_gpu_inductor_variants_without_max_autotune_draw(run, kwargs, applies):
+    assert autotune_draw.applies(run, kwargs) is applies
+    draw, _ = autotune_draw.for_process(run, kwargs, "cold", False)
+    assert draw == ("drawn" if applies else None)
+
+
+def _config(block: int, warps: int) -> types.SimpleNamespace:
+    # what inductor reads of a triton.Config (this machine's torch has no triton)
+    return types.SimpleNamespace(kwargs={"XBLOCK": block}, num_warps=warps, num_stages=1,
+                                 num_ctas=1, maxnreg=None)
+
+
+def _files(root: str) -> list[str]:
+    return sorted(f for _, _, fs in os.walk(root) for f in fs if f.endswith(".best_config"))
+
+
+def test_a_redrawing_process_reads_no_stored_choice_and_writes_none(tmp_path, monkeypatch):
+    """Against the installed torch: a choice saved by the cold compile is a hit for a replaying
+    process; after ``redraw`` the same lookup misses (the kernel autotunes at its first call),
+    and the process's own winner is not written, also through an autotune cache unpickled after
+    the redraw (a warm load restores the cold compile's pickled autotuners)."""
+    pytest.importorskip("torch")
+    from torch._inductor.runtime.autotune_cache import AutotuneCache
+    from torch._inductor.runtime.triton_heuristics import check_autotune_cache
+
+    for name in ("read_best", "save"):  # restored after the test
+        monkeypatch.setattr(AutotuneCache, name, getattr(AutotuneCache, name))
+    kernel = tmp_path / "ab" / "cabcdef.py"
+    kernel.parent.mkdir()
+    kernel.write_text("# a kernel's source\n")
+    meta, configs = {"autotune_local_cache": True}, [_config(512, 8), _config(1024, 4)]
+    tried, cache, info = check_autotune_cache(configs, str(kernel), meta)
+    assert (len(tried), info["autotune_cache_state"]) == (2, "miss")
+    cache.save(configs[1], 10**6, found_by_coordesc=False)  # the cold compile's winner
+    assert len(_files(str(tmp_path))) == 1
+    tried, _, info = check_autotune_cache(configs, str(kernel), meta)
+    assert (tried, info["autotune_cache_state"]) == ([configs[1]], "hit")  # replayed
+    pickled = pickle.dumps(cache.save)
+
+    assert autotune_draw.for_process(CUDA, {"backend": "inductor"}, "warm_cache", True) == (
+        "redrawn", None)
+    tried, again, info = check_autotune_cache(configs, str(kernel), meta)
+    assert (len(tried), info["autotune_cache_state"]) == (2, "miss")  # autotunes anew
+    os.remove(again.local_cache[1])
+    again.save(configs[0], 10**6, found_by_coordesc=False)
+    pickle.loads(pickled)(configs[0], 10**6, found_by_coordesc=False)
+    assert _files(str(tmp_path)) == []  # its winner stays in the process
+
+
+def test_a_torch_without_the_hooks_replays_and_says_why(monkeypatch):
+    pytest.importorskip("torch")
+    from torch._inductor.runtime.autotune_cache import AutotuneCache
+
+    monkeypatch.delattr(AutotuneCache, "read_best")
+    draw, why = autotune_draw.for_process(CUDA, {"backend": "inductor"}, "warm_cache", True)
+    assert draw == "replayed" and why == "torch's AutotuneCache has no read_best"
+
+
+def test_the_second_warm_process_on_is_asked_to_redraw(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setattr(process.forked, "usable", lambda: False)
+    monkeypatch.setattr(process.subprocess, "Popen", lambda *a, **k: types.SimpleNamespace(
+        pid=os.getpid()))
+    asked = {}
+    for phase, index in (("cold", 0), ("warm_cache", 1), ("warm_cache", 2), ("warm_cache", 3)):
+        h = process.ChildProcess({}, "default", phase, tmp_path / "cache", tmp_path, index=index)
+        asked[index] = json.loads(h.spec_path.read_text())["redraw_autotune"]
+    assert asked == {0: False, 1: False, 2: True, 3: True}
+
+
+def _child(draw: str | None, **extra) -> dict:
+    return {"variant": "default", "first_call_warm_s": 1.0, "autotune_draw": draw, **extra,
+            "processes": [{"samples_ms": [1.0], "eager_samples_ms": [2.0]}]}
+
+
+def test_each_process_keeps_its_draw_and_junk_is_left_out():
+    cold = {**_child("drawn"), "first_call_cold_s": 9.0}
+    first_process(cold)
+    assert "autotune_draw" not in cold  # the cold process's own entry holds it
+    merge_process(cold, _child("replayed"))
+    merge_process(cold, _child("redrawn"))
+    merge_process(cold, _child("replayed", autotune_draw_note="torch's AutotuneCache has no "
+                               "save\n<b>"))
+    merge_process(cold, _child("<script>"))
+    procs = [ProcessResult.from_json(p) for p in cold["processes"]]
+    assert [p.autotune_draw for p in procs] == ["drawn", "replayed", "redrawn", "replayed", None]
+    assert procs[3].autotune_draw_note == "torch's AutotuneCache has no save <b>"
+
+
+def test_show_says_which_processes_drew_anew():
+    from engine.analysis.forensics_report import draw_line, lines
+
+    row = {"variant": "default", "processes": [
+        {"autotune_draw": "drawn"}, {"autotune_draw": "replayed"}, {"autotune_draw": "redrawn"},
+        {"autotune_draw": "replayed", "autotune_draw_note": "torch's AutotuneCache has no save"}]}
+    assert draw_line(row) == (
+        "  autotuned kernels [default]: the cold compile's draw, replayed by 2 processes, "
+        "drawn anew by 1; not drawn anew: torch's AutotuneCache has no save")
+    assert draw_line(row) in lines([row])
+    assert draw_line({"variant": "default", "processes": [{"phase": "cold"}, "junk"]}) is None
+
+
+def test_the_dashboards_cache_table_says_each_compiles_draw():
+    import pandas as pd
+
+    from dashboard import charts_forensics
+
+    compiles = [{"phase": "cold", "counters": {}}] + [{"phase": "warm_cache", "counters": {}}] * 3
+    procs = [{"autotune_draw": d} for d in ("drawn", "replayed", "redrawn", "junk")]
+    df = pd.DataFrame([{"run_id": 3, "variant": "default", "status": "ok",
+                        "compile_cache": compiles, "processes": procs}])
+    def shown() -> list:
+        return [x if isinstance(x, str) else None
+                for x in charts_forensics.cache_table(df)["autotuned kernels"]]
+
+    assert shown() == ["drawn", "replayed", "redrawn", None]
+    df.at[0, "processes"] = procs[:2]  # a further process failed: not told apart, not guessed
+    assert shown() == [None] * 4
