@@ -33,7 +33,9 @@ def render(variants: pd.DataFrame) -> list[go.Figure]:
                     "again in a fresh process even after FX-graph cache hits, so a warm-cache "
                     "count above 0 is torch's, docs/METHOD.md); kernels per autotune "
                     "cache decision (`autotune_cache_state`). A CPU compile has no Triton "
-                    "kernels: those stay 0.")
+                    "kernels: those stay 0. *Autotuned kernels*: the cold compile draws the "
+                    "kernels' configs, the first warm-cache process replays that choice, later "
+                    "ones draw anew (GPU, not max-autotune; docs/METHOD.md §2).")
         st.dataframe(safe.frame(caches), hide_index=True, placeholder=DASH, key="compile-caches")
     roof = charts_forensics.roofline_table(variants)
     if not roof.empty:
