@@ -147,3 +147,33 @@ def test_the_dashboards_cache_table_says_each_compiles_draw():
     assert shown() == ["drawn", "replayed", "redrawn", None]
     df.at[0, "processes"] = procs[:2]  # a further process failed: not told apart, not guessed
     assert shown() == [None] * 4
+
+
+def _disagreeing(draws: list[str], eager: list, speeds: list) -> dict:
+    return {"variant": "reduce-overhead", "status": "ok", "processes_disagree": True,
+            "processes": [{"autotune_draw": d} for d in draws], "process_eager_ms": eager,
+            "process_speedups": speeds}
+
+
+def test_the_verdict_names_the_redraw_when_the_compiled_time_moved_and_eager_held():
+    from engine.analysis.verdict import redraw_cause
+
+    # eager 4.00-4.02 ms; compiled 1.25, 1.25, 1.31, 1.25 ms: the third process drew other kernels
+    row = _disagreeing(["drawn", "replayed", "redrawn", "redrawn"], [4.0, 4.01, 4.02, 4.0],
+                       [4.0 / 1.25, 4.01 / 1.25, 4.02 / 1.31, 4.0 / 1.25])
+    text = redraw_cause(row)
+    assert text.startswith("2 of its 4 processes autotuned its kernels anew")
+    assert "1.25 ms to 1.31 ms (4.8% apart) while their eager held within 0.5%" in text
+
+
+@pytest.mark.parametrize(("draws", "eager", "speeds"), [
+    (["drawn", "replayed", "replayed"], [4.0, 4.0, 4.0], [3.2, 3.2, 3.0]),  # nothing redrawn
+    (["drawn", "replayed", "redrawn"], [4.0, 4.0, 4.0], [3.2, 3.2, 3.17]),  # moved < 2 %
+    (["drawn", "replayed", "redrawn"], [4.0, 4.0, 4.4], [3.2, 3.2, 3.2]),  # eager moved too
+    (["drawn", "redrawn"], [4.0, "4.0"], [3.2, 3.0]),  # a hand-edited row
+    (["drawn", "redrawn"], [4.0, 4.0, 4.0], [3.2, 3.0, 3.0]),  # lengths differ
+])
+def test_no_redraw_is_named_where_the_figures_do_not_say_so(draws, eager, speeds):
+    from engine.analysis.verdict import redraw_cause
+
+    assert redraw_cause(_disagreeing(draws, eager, speeds)) is None

@@ -238,3 +238,14 @@ def test_an_undecided_latency_says_what_is_open_and_what_would_close_it():
     assert "too wide to say anything" in undecided({"speedup_ci_low": 0.01,
                                                     "speedup_ci_high": 90, "n_processes": 2})
     assert undecided({"speedup_ci_low": None}) == ""
+
+
+def test_disagreeing_processes_that_drew_other_kernels_name_the_draw():
+    eager, speeds = [4.0, 4.01, 4.02], [4.0 / 1.25, 4.01 / 1.25, 4.02 / 1.31]
+    v = decide(_rows(processes_disagree=True, process_speedups=speeds, process_eager_ms=eager,
+                     eager_device_busy_ms_per_call=1.1,
+                     processes=[{"autotune_draw": d} for d in ("drawn", "replayed", "redrawn")]),
+               1)
+    caution = next(w for w in v.warnings if "disagree" in w)
+    assert "Cause: 1 of its 3 processes autotuned its kernels anew" in caution
+    assert "launch-bound" not in caution

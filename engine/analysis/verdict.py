@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract import fmt
+from contract.results import ProcessResult
 from contract.schema import RunSpec
 from contract.text import defuse_shortcodes
 from engine.analysis import stats
+from engine.analysis.repeat import EAGER_HELD, KERNELS_MOVED
 from engine.measure import compile_load
 from engine.measure.hostload import BUSY_HOST_CORES
 
@@ -208,6 +210,28 @@ def off_eager_process(row: Row) -> str | None:
             "or fused code does; a re-run may read near the other processes' speedups")
 
 
+def redraw_cause(row: Row) -> str | None:
+    """Where the variant's processes that autotuned its kernels anew (engine/measure/
+    autotune_draw.py) moved its compiled time per call while their eager held (the rule of
+    ``repeat.kernels_moved``), that choice said with the figures; None otherwise."""
+    procs, eager, speeds = (row.get(k) for k in ("processes", "process_eager_ms",
+                                                 "process_speedups"))
+    if not (isinstance(procs, list) and isinstance(eager, list) and isinstance(speeds, list)
+            and len(procs) == len(eager) == len(speeds) >= 2
+            and all(fmt.positive(x) for x in eager + speeds)):
+        return None
+    redrawn = sum(ProcessResult.from_json(p).autotune_draw == "redrawn" for p in procs)
+    compiled = [float(e) / float(s) for e, s in zip(eager, speeds, strict=True)]
+    moved, held = max(compiled) / min(compiled) - 1, max(eager) / min(eager) - 1
+    if not redrawn or moved < KERNELS_MOVED or held > EAGER_HELD * moved:
+        return None
+    return (f"{redrawn} of its {len(procs)} processes autotuned its kernels anew, and the "
+            f"processes' compiled time per call read {fmt.ms(min(compiled))} to "
+            f"{fmt.ms(max(compiled))} ({moved:.1%} apart) while their eager held within "
+            f"{held:.1%}: the kernel configs a compile draws set its speed, and the interval "
+            "includes that spread (docs/METHOD.md §2)")
+
+
 def probe_pair(proc: Any) -> tuple[float, float] | None:
     """A measuring process's module-call cost (µs) from its host probe before its window and
     after it (engine/measure/child.py), or None where either is missing."""
@@ -271,7 +295,7 @@ def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
         k = _v(r, "n_processes")
         if _true(r.get("processes_disagree")):
             per = ", ".join(fmt.ratio(s) for s in (r.get("process_speedups") or []))
-            off = off_eager_process(r)
+            off = off_eager_process(r) or redraw_cause(r)
             out.append(f"{r['variant']}: its measuring processes disagree beyond their own "
                        f"noise (speedups {per}); the interval includes that spread. "
                        + (f"Cause: {off}." if off else
