@@ -17,21 +17,25 @@ from engine.orchestrate.fold import first_process, merge_process
 CUDA = {"device": "cuda", "backend": "inductor"}
 
 
-@pytest.mark.parametrize(("run", "kwargs", "applies"), [
-    (CUDA, {"backend": "inductor"}, True),
-    (CUDA, {"backend": "inductor", "mode": "reduce-overhead"}, True),
-    ({"device": "cuda:1"}, {"backend": "inductor", "options": {"epilogue_fusion": True}}, True),
-    (CUDA, {"backend": "inductor", "mode": "max-autotune"}, False),
-    (CUDA, {"backend": "inductor", "mode": "max-autotune-no-cudagraphs"}, False),
-    (CUDA, {"backend": "inductor", "options": {"max_autotune": True}}, False),
-    (CUDA, {"backend": "inductor", "options": {"coordinate_descent_tuning": True}}, False),
-    (CUDA, {"backend": "aot_eager"}, False),
-    ({"device": "cpu"}, {"backend": "inductor"}, False),
+@pytest.mark.parametrize(("run", "variant", "applies"), [
+    (CUDA, "default", True),
+    (CUDA, "reduce-overhead", True),
+    ({"device": "cuda:1"}, "default@dyn=1", True),
+    (CUDA, "default+opt", True),
+    (CUDA, "default@frz=1", True),
+    (CUDA, "max-autotune", False),
+    (CUDA, "max-autotune-no-cudagraphs", False),
+    (CUDA, "default@cdt=1", False),
+    (CUDA, "eager", False),
+    ({"device": "cuda", "backend": "aot_eager"}, "default", False),
+    ({"device": "cpu"}, "default", False),
 ])
-def test_only_gpu_inductor_variants_without_max_autotune_draw(run, kwargs, applies):
-    assert autotune_draw.applies(run, kwargs) is applies
-    draw, _ = autotune_draw.for_process(run, kwargs, "cold", False)
+def test_only_gpu_inductor_variants_without_max_autotune_draw(run, variant, applies):
+    assert autotune_draw.applies(run, variant) is applies
+    draw, _ = autotune_draw.for_process(run, variant, "cold", False)
     assert draw == ("drawn" if applies else None)
+    assert [autotune_draw.redraws(run, variant, i) for i in range(4)] == [False, False,
+                                                                         applies, applies]
 
 
 def _config(block: int, warps: int) -> types.SimpleNamespace:
@@ -67,7 +71,7 @@ def test_a_redrawing_process_reads_no_stored_choice_and_writes_none(tmp_path, mo
     assert (tried, info["autotune_cache_state"]) == ([configs[1]], "hit")  # replayed
     pickled = pickle.dumps(cache.save)
 
-    assert autotune_draw.for_process(CUDA, {"backend": "inductor"}, "warm_cache", True) == (
+    assert autotune_draw.for_process(CUDA, "default", "warm_cache", True) == (
         "redrawn", None)
     tried, again, info = check_autotune_cache(configs, str(kernel), meta)
     assert (len(tried), info["autotune_cache_state"]) == (2, "miss")  # autotunes anew
@@ -82,7 +86,7 @@ def test_a_torch_without_the_hooks_replays_and_says_why(monkeypatch):
     from torch._inductor.runtime.autotune_cache import AutotuneCache
 
     monkeypatch.delattr(AutotuneCache, "read_best")
-    draw, why = autotune_draw.for_process(CUDA, {"backend": "inductor"}, "warm_cache", True)
+    draw, why = autotune_draw.for_process(CUDA, "default", "warm_cache", True)
     assert draw == "replayed" and why == "torch's AutotuneCache has no read_best"
 
 

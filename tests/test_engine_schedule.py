@@ -361,3 +361,43 @@ def test_real_run_a_speculative_process_is_ended_or_confirmed(target, processes,
     starts = sorted(min(ph["start"] for ph in p["phases"]) for r in results
                     for p in r["processes"])
     assert starts[-1] - starts[0] < 5.0, "every process, the speculative one too, in one batch"
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("concurrency,slots", [(2, 1), (5, 1), (16, 1), (8, 8)])
+def test_a_redrawing_compile_runs_beside_no_other_compile_or_preparing_process(
+        seed: int, concurrency: int, slots: int) -> None:
+    """Rule 8: processes that autotune anew at their first call (index 2 on, GPU default and
+    reduce-overhead) compile with no other compile or preparing process beside them, and the
+    plan still finishes; the max-autotune variant's further processes do not redraw."""
+    jobs = [Job("eager", 0)] + [
+        Job(v, i, redraws=i >= 2 and v != "max-autotune")
+        for i in range(4) for v in ("default", "reduce-overhead", "max-autotune")]
+    log = simulate(jobs, concurrency=concurrency, compile_slots=slots, seed=seed)
+    redrawn = 0
+    for action, j, states in log:
+        if action == "compile" and j.redraws:
+            redrawn += 1
+            others = [(v, s, i) for v, s, i in states if (v, i) != (j.variant, j.index)]
+            assert not [o for o in others if o[1] in ("compiling", "preparing")], (j, others)
+        if action in ("compile", "start"):
+            busy = [(v, i) for v, s, i in states if s == "compiling" and (v, i) != (
+                j.variant, j.index) and any(x.redraws for x in jobs
+                                            if (x.variant, x.index) == (v, i))]
+            assert not busy, (action, j, busy)
+    assert redrawn == 4
+
+
+def test_a_waiting_redraw_is_not_overtaken_by_further_compiles() -> None:
+    jobs = [Job("eager", 0, state="done")] + [
+        Job(v, i, state="time_wait" if i < 2 else "compile_wait", redraws=i >= 2)
+        for i in range(4) for v in ("default", "reduce-overhead")]
+    by = {(j.variant, j.index): j for j in jobs}
+    by[("default", 2)].state = "compiling"  # a redraw compiling: nothing beside it
+    assert decide(jobs, concurrency=16, compile_slots=1) == []
+    by[("default", 2)].state = "time_wait"  # done: the next redraw goes, alone
+    assert decide(jobs, concurrency=16, compile_slots=1) == [
+        ("compile", by[("reduce-overhead", 2)])]
+    for j in jobs:  # without redraws the same further compiles go together (rule 5)
+        j.redraws = False
+    assert len(decide(jobs, concurrency=16, compile_slots=1)) == 3

@@ -23,22 +23,39 @@ from collections.abc import Mapping
 from typing import Any
 
 from contract.results import DRAWS
+from engine import grid
 
 #: What a process's ``autotune_draw`` says (``contract.results.ProcessResult``).
 DRAWN, REPLAYED, REDRAWN = DRAWS
 
 
-def applies(run: Mapping[str, Any], kwargs: Mapping[str, Any]) -> bool:
-    """Whether this variant's processes autotune Triton kernels at their first call and may
+FIRST_REDRAW = 2
+"""The first process index that draws anew: the cold one (0) draws, the first warm-cache one (1)
+replays, so its first call stays what a user's restart pays."""
+
+
+def applies(run: Mapping[str, Any], variant: str) -> bool:
+    """Whether ``variant``'s processes autotune Triton kernels at their first call and may
     redraw: inductor on a GPU, without max-autotune or coordinate-descent tuning."""
     if not str(run.get("device", "cpu")).startswith("cuda"):
         return False
-    if kwargs.get("backend", "inductor") != "inductor":
+    if run.get("backend", "inductor") != "inductor":
         return False
-    options = kwargs.get("options") or {}
-    if "max-autotune" in str(kwargs.get("mode") or ""):
+    mode = grid.mode_of(variant)
+    if mode == "eager" or "max-autotune" in mode:
         return False
-    return not any(options.get(k) for k in ("max_autotune", "coordinate_descent_tuning"))
+    return not grid.settings(variant).get("coordinate_descent_tuning")
+
+
+def asked(phase: str, index: int) -> bool:
+    """Whether the runner asks process ``index`` (of ``phase``) to draw anew."""
+    return phase == "warm_cache" and index >= FIRST_REDRAW
+
+
+def redraws(run: Mapping[str, Any], variant: str, index: int) -> bool:
+    """Whether process ``index`` of ``variant`` autotunes anew at its first call (the
+    schedule lets it do so beside no other compile)."""
+    return asked("warm_cache" if index else "cold", index) and applies(run, variant)
 
 
 def redraw() -> str | None:
@@ -69,11 +86,11 @@ def _keep_own(self: Any, *args: Any, **kwargs: Any) -> None:
     return None
 
 
-def for_process(run: Mapping[str, Any], kwargs: Mapping[str, Any], phase: str,
+def for_process(run: Mapping[str, Any], variant: str, phase: str,
                 wants_redraw: bool) -> tuple[str | None, str | None]:
     """(``autotune_draw`` for this process's result, or None where nothing autotunes; a reason
     where a redraw was asked for and could not be made)."""
-    if not applies(run, kwargs):
+    if not applies(run, variant):
         return None, None
     if phase == "cold":
         return DRAWN, None

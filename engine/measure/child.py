@@ -315,8 +315,7 @@ def _autotune_draw(c: _Child, redraw: bool) -> None:
     (engine/measure/autotune_draw.py), set before its first compiled call."""
     if c.is_eager:
         return
-    draw, why_not = autotune_draw.for_process(c.run, grid.compile_kwargs(c.run, c.variant),
-                                              c.phase, redraw)
+    draw, why_not = autotune_draw.for_process(c.run, c.variant, c.phase, redraw)
     c.res["autotune_draw"] = draw
     if why_not:
         c.res["autotune_draw_note"] = why_not

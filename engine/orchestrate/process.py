@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.environment import PROJECT_ROOT
-from engine.measure import torch_trace
+from engine.measure import autotune_draw, torch_trace
 from engine.orchestrate import compiler_server, forked, gates
 
 TAIL_BYTES = 4000
@@ -93,8 +93,8 @@ class ChildProcess:
         # its first call stays what a user's restart pays.
         self.spec_path.write_text(json.dumps({"run": spec, "variant": variant, "phase": phase,
                                                "explain_ahead": explain_ahead,
-                                               "redraw_autotune": phase == "warm_cache"
-                                               and index >= 2}))
+                                               "redraw_autotune": autotune_draw.asked(
+                                                   phase, index)}))
         self.gates = gates.Gates(workdir / f"{tag}.gates") if gated else None
         env = dict(os.environ)
         env.update(
