@@ -181,3 +181,17 @@ def test_no_redraw_is_named_where_the_figures_do_not_say_so(draws, eager, speeds
     from engine.analysis.verdict import redraw_cause
 
     assert redraw_cause(_disagreeing(draws, eager, speeds)) is None
+
+
+def test_show_marks_the_processes_that_drew_anew():
+    from engine.analysis.show import process_lines
+
+    row = {"variant": "default", "process_speedups": [3.2, 3.21, 3.05],
+           "stop_reason": "interval excludes 1.0",
+           "processes": [{"autotune_draw": "drawn"}, {"autotune_draw": "replayed"},
+                         {"autotune_draw": "redrawn"}]}
+    assert "  processes [default]: 3.20x, 3.21x, 3.05x (drawn anew) (stopped: interval " \
+           "excludes 1.0)" in process_lines([row])
+    row["processes"] = row["processes"][:2]  # not matched: no marks, no guess
+    assert "  processes [default]: 3.20x, 3.21x, 3.05x (stopped: interval excludes 1.0)" in \
+        process_lines([row])

@@ -10,6 +10,7 @@ import textwrap
 from typing import Any
 
 from contract.fmt import positive
+from contract.results import ProcessResult
 from contract.text import terminal_text
 from engine.analysis import decode_report, forensics_report, repeat, train_report
 from engine.analysis.pareto import peak_bytes, peak_kind
@@ -328,13 +329,25 @@ def _share_text(comp: dict[str, Any]) -> str:
                      if isinstance(comp.get(k), (int, float)))
 
 
+def _draw_marks(row: dict[str, Any]) -> list[str]:
+    """" (drawn anew)" for each process whose autotuned kernels drew anew
+    (engine/measure/autotune_draw.py), in the order of ``process_speedups``; blanks where the
+    processes cannot be matched to them."""
+    speeds, procs = row.get("process_speedups") or [], row.get("processes")
+    if not isinstance(procs, list) or len(procs) != len(speeds):
+        return [""] * len(speeds)
+    return [" (drawn anew)" if ProcessResult.from_json(p).autotune_draw == "redrawn" else ""
+            for p in procs]
+
+
 def process_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Per compiled variant: its processes' speedups, why sampling stopped, what its own
     processes read, where the uncertainty comes from; per variant, the host probe."""
     out: list[str] = []
     for r in rows:
         if r["variant"] != "eager" and r.get("process_speedups"):
-            per = ", ".join(f"{x:.2f}x" for x in r["process_speedups"])
+            per = ", ".join(f"{x:.2f}x" + mark for x, mark in zip(
+                r["process_speedups"], _draw_marks(r), strict=True))
             state = "provisional" if r.get("provisional") else f"stopped: {r.get('stop_reason') or '-'}"
             out.append(f"  processes [{r['variant']}]: {per} ({state})")
             eager = r.get("process_eager_ms")
