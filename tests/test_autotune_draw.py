@@ -195,3 +195,20 @@ def test_show_marks_the_processes_that_drew_anew():
     row["processes"] = row["processes"][:2]  # not matched: no marks, no guess
     assert "  processes [default]: 3.20x, 3.21x, 3.05x (stopped: interval excludes 1.0)" in \
         process_lines([row])
+
+
+def test_a_hostile_stored_draw_reaches_no_terminal_or_page_as_written():
+    """Rows are written by anyone who can write the database: a draw that is not one of the
+    three words is no draw, and a note is one escaped line of at most 300 characters."""
+    from engine.analysis.forensics_report import draw_line
+    from engine.analysis.verdict import redraw_cause
+
+    row = {"variant": "default", "processes": [
+        {"autotune_draw": "redrawn", "autotune_draw_note": "\x1b]0;owned\x07" + "x\n" * 400},
+        {"autotune_draw": "<img src=x onerror=alert(1)>"}, {"autotune_draw": True}],
+        "process_eager_ms": [4.0, 4.0, 4.0], "process_speedups": [3.2, 3.0, 3.2]}
+    text = draw_line(row)
+    assert "\x1b" not in text and "\x07" not in text and "\n" not in text and "<img" not in text
+    assert text.startswith("  autotuned kernels [default]: drawn anew by 1; not drawn anew: ")
+    assert len(text.split("not drawn anew: ", 1)[1]) <= 300
+    assert "autotuned its kernels anew" in redraw_cause(row)  # one honest redraw still counts
