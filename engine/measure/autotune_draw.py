@@ -4,17 +4,17 @@ Inductor gives a Triton kernel with several candidate configs (block sizes, warp
 autotuner, which benchmarks them at the kernel's first call and keeps the winner in the cache
 (``*.best_config`` beside the kernel; a warm load's pickled autotuners read it from the path of
 the compile that filled the cache). Every later process on that cache replays the winner. The
-winner is itself a draw: three cold compiles of BERT-base chose differently for 4 of its 5
-autotuned kernels, and runs that differed only in that draw moved their compiled time by 4.8 %
-while each run's processes agreed within 1 % (docs/METHOD.md §5). Processes that all replay one
-choice measure one draw, so their interval cannot cover the spread a user's own compile meets.
+winner is itself a draw: cold compiles of one model choose differently, and runs that differed
+only in that draw read their compiled time a few per cent apart while each run's processes
+agreed (docs/METHOD.md §5). Processes that all replay one choice measure one draw, so their
+interval cannot cover the spread a user's own compile meets.
 
 A process given ``redraw`` answers every stored choice with "none" and keeps its own winners to
 itself: its first call autotunes anew, as the cold compile's did, and nothing it chooses reaches
 the next process. The compile itself (graph, kernels, their binaries) is still the cached one.
 Only a GPU variant without max-autotune redraws: max-autotune's GEMM choices are made while
-compiling and live in the cached code, and its coordinate-descent tuning would be repeated in
-full at every first call (minutes where autotuning takes a second).
+compiling and live in the cached code, and its coordinate-descent tuning, a search over many
+configs per kernel, would be repeated in full at every first call.
 """
 
 from __future__ import annotations
