@@ -212,3 +212,16 @@ def test_a_hostile_stored_draw_reaches_no_terminal_or_page_as_written():
     assert text.startswith("  autotuned kernels [default]: drawn anew by 1; not drawn anew: ")
     assert len(text.split("not drawn anew: ", 1)[1]) <= 300
     assert "autotuned its kernels anew" in redraw_cause(row)  # one honest redraw still counts
+
+
+@pytest.mark.parametrize(("draw", "states", "said"), [
+    ("redrawn", {"miss": 5, "only 1 config": 30}, ("redrawn", None)),
+    ("redrawn", {"miss": 4, "hit": 1}, ("replayed", "1 autotuned kernel still read the choice "
+                                                   "from the cache")),
+    ("redrawn", {"hit": 5}, ("replayed", "5 autotuned kernels still read the choice from the "
+                                         "cache")),
+    ("replayed", {"hit": 5}, ("replayed", None)),
+    (None, {"hit": 5}, (None, None)),
+])
+def test_a_redraw_is_what_the_first_calls_kernels_did(draw, states, said):
+    assert autotune_draw.confirmed(draw, states) == said

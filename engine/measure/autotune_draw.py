@@ -98,3 +98,14 @@ def for_process(run: Mapping[str, Any], variant: str, phase: str,
         return REPLAYED, None
     why_not = redraw()
     return (REPLAYED, why_not) if why_not else (REDRAWN, None)
+
+
+def confirmed(draw: str | None, states: Mapping[str, int]) -> tuple[str | None, str | None]:
+    """A redraw as the first call's autotune decisions (torch's ``autotune_cache_state`` per
+    kernel, engine/measure/forensics.py) saw it: a kernel that still found its choice in the
+    cache ("hit") means this process replayed, whatever was asked."""
+    hits = states.get("hit", 0)
+    if draw != REDRAWN or not hits:
+        return draw, None
+    kernels = f"{hits} autotuned kernels" if hits != 1 else "1 autotuned kernel"
+    return REPLAYED, f"{kernels} still read the choice from the cache"

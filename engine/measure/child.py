@@ -321,10 +321,21 @@ def _autotune_draw(c: _Child, redraw: bool) -> None:
         c.res["autotune_draw_note"] = why_not
 
 
+def _confirm_draw(c: _Child) -> None:
+    """What the first call's kernels did, over what was asked (a torch whose warm load reads
+    the choice another way would replay under a redraw)."""
+    states = (c.res.get("compile_cache") or [{}])[0].get(forensics.AUTOTUNE_STATE) or {}
+    draw, note = autotune_draw.confirmed(c.res.get("autotune_draw"), states)
+    c.res["autotune_draw"] = draw
+    if note:
+        c.res["autotune_draw_note"] = note
+
+
 def _warm_cache_process(c: _Child) -> None:
     """A further measuring process: its first call is the warm-cache compile, then warm-up and
     paired rounds like the cold process, nothing else."""
     c.res["first_call_warm_s"] = _compile_call(c, "warm_cache") / 1e3
+    _confirm_draw(c)
     c.res["compile_phases_warm_s"] = signals.compile_phases()
     _gate(c.clock, "time", c.progress, 0.2, c.core)
     c.stage = "warm-up"
