@@ -213,3 +213,21 @@ def test_every_progress_label_fits_its_column():
         for stage in STAGE_WORDS:
             for seconds in (5, 89, 59 * 60):
                 assert len(f"{phase} · {describe(seconds, stage)}") <= 64
+
+
+def test_redrawing_compiles_add_up_where_further_ones_overlap():
+    """Schedule rule 8: further processes that autotune anew compile one at a time, so their
+    compiles add up in the estimate; further ones that replay compile together."""
+    c = Clock()
+    plan = [Job("default", 0)]
+    eta = Eta(concurrency=1, compile_slots=1, clock=c)
+    for t, state in ((0, "preparing"), (2, "compile_wait"), (2, "compiling"), (6, "time_wait"),
+                     (6, "timing"), (8, "done")):
+        step(eta, c, plan, float(t), default_0=state)
+    further = [Job("default", i, state="time_wait") for i in (2, 3)]  # prepared, compiled
+    for j in further:
+        j.state = "compile_wait"
+    both = eta.seconds_left(plan + further)
+    for j in further:
+        j.redraws = True
+    assert eta.seconds_left(plan + further) == pytest.approx(both + 4 / 3)  # one more compile

@@ -365,7 +365,7 @@ def test_real_run_a_speculative_process_is_ended_or_confirmed(target, processes,
 
 @pytest.mark.parametrize("seed", range(20))
 @pytest.mark.parametrize("concurrency,slots", [(2, 1), (5, 1), (16, 1), (8, 8)])
-def test_a_redrawing_compile_runs_beside_no_other_compile_or_preparing_process(
+def test_a_redrawing_compile_runs_beside_no_preparing_compiling_or_settling_process(
         seed: int, concurrency: int, slots: int) -> None:
     """Rule 8: processes that autotune anew at their first call (index 2 on, GPU default and
     reduce-overhead) compile with no other compile or preparing process beside them, and the
@@ -379,7 +379,7 @@ def test_a_redrawing_compile_runs_beside_no_other_compile_or_preparing_process(
         if action == "compile" and j.redraws:
             redrawn += 1
             others = [(v, s, i) for v, s, i in states if (v, i) != (j.variant, j.index)]
-            assert not [o for o in others if o[1] in ("compiling", "preparing")], (j, others)
+            assert not [o for o in others if o[1] in BUSY], (j, others)
         if action in ("compile", "start"):
             busy = [(v, i) for v, s, i in states if s == "compiling" and (v, i) != (
                 j.variant, j.index) and any(x.redraws for x in jobs

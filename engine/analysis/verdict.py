@@ -211,8 +211,9 @@ def off_eager_process(row: Row) -> str | None:
 
 
 def redraw_cause(row: Row) -> str | None:
-    """Where the variant's processes that autotuned its kernels anew (engine/measure/
-    autotune_draw.py) moved its compiled time per call while their eager held (the rule of
+    """Where the variant's processes moved apart between kernel draws (engine/measure/
+    autotune_draw.py): the processes that drew anew read a compiled time per call apart from
+    the ones sharing the cold compile's draw, while those and eager held (the rule of
     ``repeat.kernels_moved``), that choice said with the figures; None otherwise."""
     procs, eager, speeds = (row.get(k) for k in ("processes", "process_eager_ms",
                                                  "process_speedups"))
@@ -220,16 +221,23 @@ def redraw_cause(row: Row) -> str | None:
             and len(procs) == len(eager) == len(speeds) >= 2
             and all(fmt.positive(x) for x in eager + speeds)):
         return None
-    redrawn = sum(ProcessResult.from_json(p).autotune_draw == "redrawn" for p in procs)
+    draws = [ProcessResult.from_json(p).autotune_draw for p in procs]
     compiled = [float(e) / float(s) for e, s in zip(eager, speeds, strict=True)]
-    moved, held = max(compiled) / min(compiled) - 1, max(eager) / min(eager) - 1
-    if not redrawn or moved < KERNELS_MOVED or held > EAGER_HELD * moved:
+    shared = [c for c, d in zip(compiled, draws, strict=True) if d in ("drawn", "replayed")]
+    anew = [c for c, d in zip(compiled, draws, strict=True) if d == "redrawn"]
+    if not shared or not anew:
         return None
-    return (f"{redrawn} of its {len(procs)} processes autotuned its kernels anew, and the "
-            f"processes' compiled time per call read {fmt.ms(min(compiled))} to "
-            f"{fmt.ms(max(compiled))} ({moved:.1%} apart) while their eager held within "
-            f"{held:.1%}: the kernel configs a compile draws set its speed, and the interval "
-            "includes that spread (docs/METHOD.md §2)")
+    units = [math.exp(sum(math.log(c) for c in shared) / len(shared)), *anew]  # one per draw
+    moved = max(units) / min(units) - 1
+    within = max(shared) / min(shared) - 1
+    held = max(eager) / min(eager) - 1
+    if moved < KERNELS_MOVED or max(held, within) > EAGER_HELD * moved:
+        return None
+    return (f"{len(anew)} of its {len(procs)} processes autotuned its kernels anew, and its "
+            f"kernel draws read {fmt.ms(min(units))} to {fmt.ms(max(units))} per call "
+            f"({moved:.1%} apart) while the processes sharing a draw held within {within:.1%} "
+            f"and eager within {held:.1%}: the kernel configs a compile draws set its speed, "
+            "and the interval includes that spread (docs/METHOD.md §2)")
 
 
 def probe_pair(proc: Any) -> tuple[float, float] | None:

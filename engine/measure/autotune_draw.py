@@ -86,6 +86,13 @@ def _keep_own(self: Any, *args: Any, **kwargs: Any) -> None:
     return None
 
 
+# A bound method pickles as getattr(instance, __name__): a kernel compiled in a redrawing
+# process (a recompile) is saved to the shared cache with its save hook, which must load in a
+# process without the redraw as torch's own ``save``.
+_no_choice.__name__ = _no_choice.__qualname__ = "read_best"
+_keep_own.__name__ = _keep_own.__qualname__ = "save"
+
+
 def for_process(run: Mapping[str, Any], variant: str, phase: str,
                 wants_redraw: bool) -> tuple[str | None, str | None]:
     """(``autotune_draw`` for this process's result, or None where nothing autotunes; a reason
@@ -101,11 +108,19 @@ def for_process(run: Mapping[str, Any], variant: str, phase: str,
 
 
 def confirmed(draw: str | None, states: Mapping[str, int]) -> tuple[str | None, str | None]:
-    """A redraw as the first call's autotune decisions (torch's ``autotune_cache_state`` per
-    kernel, engine/measure/forensics.py) saw it: a kernel that still found its choice in the
-    cache ("hit") means this process replayed, whatever was asked."""
-    hits = states.get("hit", 0)
-    if draw != REDRAWN or not hits:
-        return draw, None
-    kernels = f"{hits} autotuned kernels" if hits != 1 else "1 autotuned kernel"
-    return REPLAYED, f"{kernels} still read the choice from the cache"
+    """The draw as the process's first call saw it, from torch's ``autotune_cache_state`` per
+    kernel (engine/measure/forensics.py), over ``draw`` (what was set up): a kernel that found
+    its choice in the cache ("hit") means the process replayed; kernels that autotuned ("miss")
+    and none that replayed, a draw of its own (the cold compile's, or anew); neither, no
+    autotuned kernel and so no draw. The note says where a redraw was asked and not made."""
+    if draw is None:
+        return None, None
+    hits, misses = states.get("hit", 0), states.get("miss", 0)
+    if hits:
+        if draw != REDRAWN:
+            return REPLAYED, None
+        kernels = f"{hits} autotuned kernels" if hits != 1 else "1 autotuned kernel"
+        return REPLAYED, f"{kernels} still read the choice from the cache"
+    if misses:
+        return (DRAWN if draw == DRAWN else REDRAWN), None
+    return None, None

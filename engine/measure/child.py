@@ -307,6 +307,7 @@ def _compile_call(c: _Child, what: str) -> float:
     _after_compile(c.res, c.clock, c.progress)
     c.capture.attach_existing()
     c.res["compile_cache"] = [watch.result()]  # what the caches did (engine/forensics)
+    _confirm_draw(c)
     return ms
 
 
@@ -322,8 +323,9 @@ def _autotune_draw(c: _Child, redraw: bool) -> None:
 
 
 def _confirm_draw(c: _Child) -> None:
-    """What the first call's kernels did, over what was asked (a torch whose warm load reads
-    the choice another way would replay under a redraw)."""
+    """What the first call's kernels did, over what was set up (a torch whose warm load reads
+    the choice another way would replay under a redraw; a graph without autotuned kernels
+    draws nothing)."""
     states = (c.res.get("compile_cache") or [{}])[0].get(forensics.AUTOTUNE_STATE) or {}
     draw, note = autotune_draw.confirmed(c.res.get("autotune_draw"), states)
     c.res["autotune_draw"] = draw
@@ -335,7 +337,6 @@ def _warm_cache_process(c: _Child) -> None:
     """A further measuring process: its first call is the warm-cache compile, then warm-up and
     paired rounds like the cold process, nothing else."""
     c.res["first_call_warm_s"] = _compile_call(c, "warm_cache") / 1e3
-    _confirm_draw(c)
     c.res["compile_phases_warm_s"] = signals.compile_phases()
     _gate(c.clock, "time", c.progress, 0.2, c.core)
     c.stage = "warm-up"

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from contract.text import one_line
 from engine.environment import host_fingerprint
 from engine.orchestrate.runner import run_variants
 
@@ -174,6 +175,24 @@ class _Execution:
         else:
             self.save_file(variant, kind, meta, data)
 
+    def last_held(self) -> list[dict[str, Any]]:
+        """The held results to save with the run's end: each variant's last (the runner re-sends
+        every variant after each process), and only those storage can build, so one bad result
+        costs itself, not the others and the run's end."""
+        from storage import results
+
+        last = {str(r.get("variant")): r for r in self.held}
+        out = []
+        for name, r in last.items():
+            try:
+                results.build_variant_result(r)
+            except (TypeError, ValueError) as e:
+                self.log(f"run {self.run_id}: variant {one_line(name, 64)}'s result cannot be "
+                         f"stored: {one_line(e, 300)}")
+                continue
+            out.append(r)
+        return out
+
     def close(self, res: list[dict[str, Any]]) -> str:
         """Finish the run with its status (and save what was held back), or say it is gone."""
         from storage import queue
@@ -188,15 +207,16 @@ class _Execution:
         else:
             status = "failed"
             error = next((r.get("error") for r in res if r.get("error")), "no variant finished")
-        for r in self.held:
+        held = self.last_held()
+        for r in held:
             self.add_environment(r)
         if not self.durable("finishing the run", lambda: queue.finish_run(
                 self.db, self.run_id, status, error=error, environment=self.env,
-                worker_id=self.worker_id, results=self.held)):
+                worker_id=self.worker_id, results=held)):
             self.log(f"run {self.run_id}: no longer this worker's (re-queued after its heartbeat "
                      "went stale, or finished elsewhere): its results here are dropped")
             return "lost"
-        for r in self.held:
+        for r in held:
             self.say(r)
         for f in self.held_files:
             self.save_file(*f)

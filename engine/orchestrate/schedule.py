@@ -42,8 +42,8 @@ measurements as clean as one-at-a-time and the waits short:
 8. **A redrawing compile autotunes beside no other compile.**  A further process that draws
    its autotuned kernels anew (``Job.redraws``, engine/measure/autotune_draw.py) benchmarks
    their configs on the GPU at its first call; another compile's GPU work beside it would move
-   those timings and so the choice, which a user's compile makes alone.  Like a reported
-   compile it waits until no compile runs and no process prepares, and nothing starts or
+   those timings and so the choice, which a user's compile makes alone.  Like a max-autotune
+   cold compile it waits until no process prepares, compiles or settles, and nothing starts or
    compiles beside it.
 
 With ``concurrency=1`` this is exactly the old serial run: one process at a time.
@@ -200,7 +200,7 @@ def _compiles(alive: list[Job], load: _Load, compile_slots: int) -> list[tuple[s
         if j.state != "compile_wait" or (j.index > 0 and j.variant not in load.cold_compiled):
             continue
         if j.redraws:  # rule 8: alone among compiles
-            if not (load.reported or load.unreported or load.preparing or actions or held):
+            if not (load.busy or actions or held):
                 return [("compile", j)]
             held = True
             continue
