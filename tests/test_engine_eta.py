@@ -55,13 +55,19 @@ def test_one_at_a_time_sums_prepare_compile_and_time_per_process():
     assert eta.seconds_left(plan) == pytest.approx(0.25 * 23 + 3 + 3 + 2)
 
 
-def test_adaptive_processes_add_to_what_is_left():
+def _cold_process_done() -> tuple[list[Job], Eta]:
+    """default's cold process seen through: prepared in 2 s, compiled in 4 s, timed in 2 s."""
     c = Clock()
     plan = [Job("default", 0)]
     eta = Eta(concurrency=1, compile_slots=1, clock=c)
     for t, state in ((0, "preparing"), (2, "compile_wait"), (2, "compiling"), (6, "time_wait"),
                      (6, "timing"), (8, "done")):
         step(eta, c, plan, float(t), default_0=state)
+    return plan, eta
+
+
+def test_adaptive_processes_add_to_what_is_left():
+    plan, eta = _cold_process_done()
     assert eta.seconds_left(plan) == 0.0
     plan.append(Job("default", 1))
     assert eta.seconds_left(plan) == pytest.approx(2 + 4 / 3 + 2)  # the cold one's timing
@@ -218,15 +224,8 @@ def test_every_progress_label_fits_its_column():
 def test_redrawing_compiles_add_up_where_further_ones_overlap():
     """Schedule rule 8: further processes that autotune anew compile one at a time, so their
     compiles add up in the estimate; further ones that replay compile together."""
-    c = Clock()
-    plan = [Job("default", 0)]
-    eta = Eta(concurrency=1, compile_slots=1, clock=c)
-    for t, state in ((0, "preparing"), (2, "compile_wait"), (2, "compiling"), (6, "time_wait"),
-                     (6, "timing"), (8, "done")):
-        step(eta, c, plan, float(t), default_0=state)
-    further = [Job("default", i, state="time_wait") for i in (2, 3)]  # prepared, compiled
-    for j in further:
-        j.state = "compile_wait"
+    plan, eta = _cold_process_done()
+    further = [Job("default", i, state="compile_wait") for i in (2, 3)]  # prepared
     both = eta.seconds_left(plan + further)
     for j in further:
         j.redraws = True
