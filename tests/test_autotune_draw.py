@@ -34,8 +34,18 @@ def test_only_gpu_inductor_variants_without_max_autotune_draw(run, variant, appl
     assert autotune_draw.applies(run, variant) is applies
     draw, _ = autotune_draw.for_process(run, variant, "cold", False)
     assert draw == ("drawn" if applies else None)
-    assert [autotune_draw.redraws(run, variant, i) for i in range(4)] == [False, False,
-                                                                         applies, applies]
+    assert [autotune_draw.asked("warm_cache" if i else "cold", i) for i in range(4)] == [
+        False, False, True, True]
+
+
+def _restored_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``redraw`` patches in torch, put back after the test."""
+    from torch._inductor.runtime.autotune_cache import AutotuneCache
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    for cls, name in ((AutotuneCache, "read_best"), (AutotuneCache, "save"),
+                      (CachingAutotuner, "benchmark_all_configs")):
+        monkeypatch.setattr(cls, name, getattr(cls, name))
 
 
 def _config(block: int, warps: int) -> types.SimpleNamespace:
@@ -54,11 +64,9 @@ def test_a_redrawing_process_reads_no_stored_choice_and_writes_none(tmp_path, mo
     and the process's own winner is not written, also through an autotune cache unpickled after
     the redraw (a warm load restores the cold compile's pickled autotuners)."""
     pytest.importorskip("torch")
-    from torch._inductor.runtime.autotune_cache import AutotuneCache
     from torch._inductor.runtime.triton_heuristics import check_autotune_cache
 
-    for name in ("read_best", "save"):  # restored after the test
-        monkeypatch.setattr(AutotuneCache, name, getattr(AutotuneCache, name))
+    _restored_after(monkeypatch)
     kernel = tmp_path / "ab" / "cabcdef.py"
     kernel.parent.mkdir()
     kernel.write_text("# a kernel's source\n")
@@ -71,8 +79,12 @@ def test_a_redrawing_process_reads_no_stored_choice_and_writes_none(tmp_path, mo
     assert (tried, info["autotune_cache_state"]) == ([configs[1]], "hit")  # replayed
     pickled = pickle.dumps(cache.save)
 
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    benchmark = CachingAutotuner.benchmark_all_configs
     assert autotune_draw.for_process(CUDA, "default", "warm_cache", True) == (
         "redrawn", None)
+    assert CachingAutotuner.benchmark_all_configs.__wrapped__ is benchmark  # takes turns
     tried, again, info = check_autotune_cache(configs, str(kernel), meta)
     assert (len(tried), info["autotune_cache_state"]) == (2, "miss")  # autotunes anew
     os.remove(again.local_cache[1])
@@ -87,7 +99,7 @@ def test_a_torch_without_the_hooks_replays_and_says_why(monkeypatch):
 
     monkeypatch.delattr(AutotuneCache, "read_best")
     draw, why = autotune_draw.for_process(CUDA, "default", "warm_cache", True)
-    assert draw == "replayed" and why == "torch's AutotuneCache has no read_best"
+    assert draw == "replayed" and why == "torch has no AutotuneCache.read_best"
 
 
 def test_the_second_warm_process_on_is_asked_to_redraw(tmp_path, monkeypatch):
@@ -245,8 +257,7 @@ def test_a_hook_pickled_in_a_redrawing_process_loads_anywhere(monkeypatch):
     from torch._inductor.runtime.autotune_cache import AutotuneCache
 
     saved = {n: getattr(AutotuneCache, n) for n in ("read_best", "save")}
-    for name, fn in saved.items():
-        monkeypatch.setattr(AutotuneCache, name, fn)
+    _restored_after(monkeypatch)
     cache = AutotuneCache("a" * 64)
     assert autotune_draw.redraw() is None
     pickled = pickle.dumps((cache.save, cache.read_best))
@@ -254,3 +265,28 @@ def test_a_hook_pickled_in_a_redrawing_process_loads_anywhere(monkeypatch):
         setattr(AutotuneCache, name, fn)
     save, read_best = pickle.loads(pickled)
     assert save.__func__ is saved["save"] and read_best.__func__ is saved["read_best"]
+
+
+def test_a_redraws_config_benchmarks_take_turns_across_the_run(tmp_path, monkeypatch):
+    """Redrawing processes compile side by side; while one benchmarks configs it holds the
+    run's lock, so another's benchmarks wait (and without a run folder nothing is locked)."""
+    import fcntl
+
+    def try_lock() -> bool:
+        with open(tmp_path / autotune_draw.LOCK_NAME, "a+b") as other:
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            return True
+
+    def benchmark_all_configs(self, *args, **kwargs):
+        return try_lock(), args, kwargs
+
+    monkeypatch.setenv("COMPILELAB_RUN_DIR", str(tmp_path))
+    wrapped = autotune_draw._taking_turns(benchmark_all_configs)
+    assert wrapped.__name__ == "benchmark_all_configs"
+    assert wrapped(object(), 1, k=2) == (False, (1,), {"k": 2})  # held while benchmarking
+    assert try_lock()  # and released after
+    monkeypatch.delenv("COMPILELAB_RUN_DIR")
+    assert autotune_draw._taking_turns(benchmark_all_configs)(object()) == (True, (), {})

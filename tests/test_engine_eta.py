@@ -219,14 +219,3 @@ def test_every_progress_label_fits_its_column():
         for stage in STAGE_WORDS:
             for seconds in (5, 89, 59 * 60):
                 assert len(f"{phase} · {describe(seconds, stage)}") <= 64
-
-
-def test_redrawing_compiles_add_up_where_further_ones_overlap():
-    """Schedule rule 8: further processes that autotune anew compile one at a time, so their
-    compiles add up in the estimate; further ones that replay compile together."""
-    plan, eta = _cold_process_done()
-    further = [Job("default", i, state="compile_wait") for i in (2, 3)]  # prepared
-    both = eta.seconds_left(plan + further)
-    for j in further:
-        j.redraws = True
-    assert eta.seconds_left(plan + further) == pytest.approx(both + 4 / 3)  # one more compile

@@ -19,15 +19,21 @@ configs per kernel, would be repeated in full at every first call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import fcntl
+import functools
+import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from contract.results import DRAWS
 from engine import grid
+from engine.measure import run_share
 
 #: What a process's ``autotune_draw`` says (``contract.results.ProcessResult``).
 DRAWN, REPLAYED, REDRAWN = DRAWS
 
+
+LOCK_NAME = "autotune.lock"  # in the run's folder: one process benchmarks configs at a time
 
 FIRST_REDRAW = 2
 """The first process index that draws anew: the cold one (0) draws, the first warm-cache one (1)
@@ -52,28 +58,46 @@ def asked(phase: str, index: int) -> bool:
     return phase == "warm_cache" and index >= FIRST_REDRAW
 
 
-def redraws(run: Mapping[str, Any], variant: str, index: int) -> bool:
-    """Whether process ``index`` of ``variant`` autotunes anew at its first call (the
-    schedule lets it do so beside no other compile)."""
-    return asked("warm_cache" if index else "cold", index) and applies(run, variant)
-
-
 def redraw() -> str | None:
-    """Make this process's autotuners ignore the cache's choices and keep their own; None if
-    it did, else why not (a torch without the hooks this relies on)."""
+    """Make this process's autotuners ignore the cache's choices and keep their own, and take
+    turns with the run's other redrawing processes while they benchmark configs; None if it
+    did, else why not (a torch without the hooks this relies on)."""
     try:
         from torch._inductor.runtime.autotune_cache import AutotuneCache
+        from torch._inductor.runtime.triton_heuristics import CachingAutotuner
     except Exception as e:  # no inductor runtime: nothing autotunes here
-        return f"torch's autotune cache could not be imported ({type(e).__name__})"
-    missing = [n for n in ("read_best", "save") if not callable(getattr(AutotuneCache, n, None))]
+        return f"torch's autotuner could not be imported ({type(e).__name__})"
+    missing = [f"{cls.__name__}.{n}" for cls, n in (
+        (AutotuneCache, "read_best"), (AutotuneCache, "save"),
+        (CachingAutotuner, "benchmark_all_configs")) if not callable(getattr(cls, n, None))]
     if missing:
-        return f"torch's AutotuneCache has no {', '.join(missing)}"
+        return f"torch has no {', '.join(missing)}"
     # Class attributes, so the autotuners unpickled from the cache (whose save hook is a bound
     # method looked up when it is unpickled, after this) and those built from source both see
     # them.
     AutotuneCache.read_best = _no_choice  # type: ignore[method-assign]
     AutotuneCache.save = _keep_own  # type: ignore[method-assign]
+    CachingAutotuner.benchmark_all_configs = _taking_turns(  # type: ignore[method-assign]
+        CachingAutotuner.benchmark_all_configs)
     return None
+
+
+def _taking_turns(benchmark: Callable[..., Any]) -> Callable[..., Any]:
+    """``benchmark`` holding the run's autotune lock: redrawing processes compile side by side
+    (their warm loads are CPU work), but a config's timing must not share the GPU with another
+    process's benchmarks, or the choice would rest on the other process's kernels; the cold
+    compile's benchmarks never run beside them (engine/orchestrate/schedule.py rule 5)."""
+    folder = os.environ.get(run_share.ENV)
+
+    @functools.wraps(benchmark)
+    def benchmark_all_configs(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not folder or not os.path.isdir(folder):
+            return benchmark(self, *args, **kwargs)
+        with open(os.path.join(folder, LOCK_NAME), "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            return benchmark(self, *args, **kwargs)
+
+    return benchmark_all_configs
 
 
 def _no_choice(self: Any, *args: Any, **kwargs: Any) -> None:

@@ -7,14 +7,14 @@ differently under the schedule's rules:
 * **prepare** (process start, imports, model build): side by side, so a batch of processes
   costs about one preparation, not one each;
 * **compile** (the first compiled call): the reported ones (cold, then the first warm-cache
-  ones) take turns in ``compile_slots`` at a time, a max-autotune cold compile and a further
-  process that autotunes anew each run alone, then further processes' compiles together;
+  ones) take turns in ``compile_slots`` at a time, a max-autotune cold compile runs alone,
+  then further processes' compiles together;
 * **time** (warm-up, steady state, profiler): one process at a time, so these add up.
 
 The estimate is the sum of what is left of each: the longest preparation still running (plus
 one preparation per batch still to start), the compiles still to come (reported ones divided
-over the slots, max-autotune's cold one and each redraw alone, further ones together), and the
-timing of every process not done.  Each stage's duration comes from this run's processes that have been
+over the slots, max-autotune's cold one alone, further ones together), and the timing of every
+process not done.  Each stage's duration comes from this run's processes that have been
 through it, by kind (eager, cold, warm = the first warm-cache process, extra = the further
 ones); before one has, from the others (a warm compile is guessed at a third of a cold one, a
 cold compile at one preparation, timing from the spec's minimum timing time).  Before any
@@ -257,7 +257,7 @@ class Eta:
             c = self.compile_s(kind_of(j), j.variant) or 0.0
             if j.state in ("compiling", "settling"):
                 c = left(c, j)
-            if j.autotunes or j.redraws:  # schedule rules 4 and 8: each alone
+            if j.autotunes:
                 alone += c
             elif j.reported:
                 reported += c

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.analysis import stats
-from engine.measure import autotune_draw, roofline, startup, torch_trace
+from engine.measure import roofline, startup, torch_trace
 from engine.orchestrate import compiler_server, forked, gates, preloads
 from engine.orchestrate.eta import Eta, describe
 from engine.orchestrate.fold import first_process, merge_process, time_breakdown, with_stats
@@ -67,20 +67,15 @@ class _Run:
         self.scheduling = {"concurrency": self.concurrency, "compile_slots": self.compile_slots}
         self.root = Path(".")
 
-    def job(self, variant: str, index: int, speculative: bool = False) -> Job:
-        """A measuring process of the plan, marked when its first call autotunes anew."""
-        return Job(variant, index, speculative=speculative,
-                   redraws=autotune_draw.redraws(self.spec, variant, index))
-
     def _initial_plan(self) -> list[Job]:
         plan = [Job("eager", 0)] if "eager" in self.variants else []
-        plan += [self.job(v, i) for i in range(self.k_min) for v in self.compiled]
+        plan += [Job(v, i) for i in range(self.k_min) for v in self.compiled]
         if self.k_max > self.k_min and len(plan) + len(self.compiled) <= self.concurrency:
             # Where the whole run fits in one batch, each variant's first further process
             # starts with the rest (speculative: it times only if the interval asks for it,
             # else it is ended), so it does not pay its own start-up and compiler import after
             # everything else (docs/measurements: 11 s of a 78 s seed-MLP run).
-            plan += [self.job(v, self.k_min, speculative=True) for v in self.compiled]
+            plan += [Job(v, self.k_min, speculative=True) for v in self.compiled]
         return plan
 
     def stats_of(self, result: dict[str, Any]) -> dict[str, Any]:
@@ -226,7 +221,7 @@ class _Run:
         elif ahead is not None:  # started early: it may time now
             ahead.speculative = False
         else:
-            self.plan.append(self.job(v, self.done_count[v]))
+            self.plan.append(Job(v, self.done_count[v]))
 
     def kill_all(self) -> None:
         for j in self.plan:

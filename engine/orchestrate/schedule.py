@@ -39,12 +39,6 @@ measurements as clean as one-at-a-time and the waits short:
 7. **Eager times as soon as it may**, before any compile waiting beside it: the run then
    has its baseline even when a compile hangs or crashes (with processes side by side, eager
    had waited for a hanging compile's timeout).  Both are alone, so the order costs nothing.
-8. **A redrawing compile autotunes beside no other compile.**  A further process that draws
-   its autotuned kernels anew (``Job.redraws``, engine/measure/autotune_draw.py) benchmarks
-   their configs on the GPU at its first call; another compile's GPU work beside it would move
-   those timings and so the choice, which a user's compile makes alone.  Like a max-autotune
-   cold compile it waits until no process prepares, compiles or settles, and nothing starts or
-   compiles beside it.
 
 With ``concurrency=1`` this is exactly the old serial run: one process at a time.
 """
@@ -69,7 +63,6 @@ class Job:
     state: str = "pending"
     handle: Any = field(default=None, repr=False)  # the runner's process handle
     speculative: bool = False  # started before its variant's interval asked for it (rule 6)
-    redraws: bool = False  # its first call autotunes anew (rule 8)
 
     @property
     def kind(self) -> str:
@@ -171,7 +164,6 @@ class _Load:
     busy: int
     reported: int
     unreported: int
-    redrawing: bool
     preparing: bool
     cold_compiled: set[str]
     cold_waiting: bool
@@ -182,7 +174,6 @@ def _load(jobs: list[Job], alive: list[Job], server_importing: bool) -> _Load:
         busy=sum(j.state in BUSY for j in alive) + server_importing,
         reported=sum(j.state == "compiling" and j.reported for j in alive),
         unreported=sum(j.state == "compiling" and not j.reported for j in alive),
-        redrawing=any(j.state == "compiling" and j.redraws for j in alive),
         preparing=server_importing or any(j.state == "preparing" for j in alive),
         cold_compiled={j.variant for j in jobs if j.index == 0
                        and j.state in ("settling", "time_wait", "timing", "done")},
@@ -194,15 +185,8 @@ def _compiles(alive: list[Job], load: _Load, compile_slots: int) -> list[tuple[s
     """Rules 4 and 5: which waiting compiles may go now (``load`` counts them as they do)."""
     actions: list[tuple[str, Job]] = []
     held = False
-    if load.redrawing:
-        return actions  # rule 8
     for j in alive:
         if j.state != "compile_wait" or (j.index > 0 and j.variant not in load.cold_compiled):
-            continue
-        if j.redraws:  # rule 8: alone among compiles
-            if not (load.busy or actions or held):
-                return [("compile", j)]
-            held = True
             continue
         if j.autotunes:
             if load.busy == 0 and not actions:
@@ -257,6 +241,6 @@ def decide(jobs: list[Job], *, concurrency: int, compile_slots: int,
         waiting = [j for j in alive if j.state == "time_wait" and not j.speculative]
         if waiting:
             return [("time", waiting[0])]
-    if load.reported or load.redrawing:
-        return []  # rules 4 and 8: nothing starts beside a reported or a redrawing compile
+    if load.reported:
+        return []  # rule 4: nothing starts beside a reported compile
     return _starts(jobs, alive, concurrency)
