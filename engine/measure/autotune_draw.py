@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -88,14 +89,19 @@ def _taking_turns(benchmark: Callable[..., Any]) -> Callable[..., Any]:
     process's benchmarks, or the choice would rest on the other process's kernels; the cold
     compile's benchmarks never run beside them (engine/orchestrate/schedule.py rule 5)."""
     folder = os.environ.get(run_share.ENV)
+    held = threading.local()  # a second flock from this process would wait for itself
 
     @functools.wraps(benchmark)
     def benchmark_all_configs(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not folder or not os.path.isdir(folder):
+        if not folder or not os.path.isdir(folder) or getattr(held, "lock", False):
             return benchmark(self, *args, **kwargs)
         with open(os.path.join(folder, LOCK_NAME), "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-            return benchmark(self, *args, **kwargs)
+            held.lock = True
+            try:
+                return benchmark(self, *args, **kwargs)
+            finally:
+                held.lock = False
 
     return benchmark_all_configs
 
