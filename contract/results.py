@@ -162,6 +162,14 @@ class ProcessResult:
         return n > 0 and n == len(self.eager_samples_ms) and n % self.block == 0
 
 
+def process_draws(processes: Any) -> list[str | None]:
+    """Each stored process's ``autotune_draw`` in order (None where it holds none; [] for what
+    is not a list of processes): the one reading every surface shares."""
+    if not isinstance(processes, list):
+        return []
+    return [ProcessResult.from_json(p).autotune_draw for p in processes]
+
+
 def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 

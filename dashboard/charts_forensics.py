@@ -21,7 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from contract.results import ProcessResult
+from contract.results import process_draws
 from dashboard import safe
 from dashboard.charts_base import _labels, _layout, _ok, empty_figure
 from engine import known_errors
@@ -215,10 +215,10 @@ def cache_table(variants: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, r in df.iterrows() if not df.empty else []:
         compiles = [c for c in r.get("compile_cache") or [] if isinstance(c, dict)]
-        procs = r.get("processes") if isinstance(r.get("processes"), list) else []
         # one entry per process in both lists, in the same order (engine/orchestrate/fold.py)
-        draws = [ProcessResult.from_json(p).autotune_draw for p in procs] if len(
-            procs) == len(compiles) else [None] * len(compiles)
+        draws = process_draws(r.get("processes"))
+        if len(draws) != len(compiles):
+            draws = [None] * len(compiles)
         for c, draw in zip(compiles, draws, strict=True):
             n = c.get("counters") or {}
             states = autotune_states(c)

@@ -529,3 +529,28 @@ def test_hostile_host_records_and_per_process_eager_say_nothing(db, case):
     shown = format_run(db, run_id)
     assert SCRIPT not in shown and IMAGE not in shown and "eager in each" not in shown
     assert not [w for w in decide(rows).warnings if SCRIPT in w or "read eager at" in w]
+
+
+def test_hostile_kernel_draws_in_a_bundle_are_no_draws(db, good_bundle):
+    """A process's ``autotune_draw`` and its note (engine/measure/autotune_draw.py) come back
+    from bundles and rows: only the three words count as a draw, a note reaches ``show`` as one
+    escaped line and no page; the caches table's column holds only those words."""
+    from dashboard import charts_forensics
+    from engine.analysis.show import format_run
+
+    b = copy.deepcopy(good_bundle)
+    compiled = next(v for v in b["runs"][0]["variants"] if v["variant"] != "eager")
+    hostile = [SCRIPT, IMAGE, True, ["redrawn"], {"redrawn": 1}]
+    compiled.setdefault("extra", {})["processes"] = [
+        {"samples_ms": [1.0], "eager_samples_ms": [1.1], "autotune_draw": d,
+         "autotune_draw_note": SCRIPT + "\x1b]0;x\x07"} for d in [*hostile, "redrawn"]]
+    compiled["extra"]["compile_cache"] = [{"phase": "warm_cache", "counters": {}}] * 6
+    (run_id,) = bundle_mod.import_bundle(db, _text(b))
+    at = app("compare", runs=str(run_id))
+    no_exceptions(at)
+    assert SCRIPT not in _markdown_texts(at) and "<img" not in _markdown_texts(at)
+    variants = queries.load_runs(db, [run_id])["variants"]
+    column = charts_forensics.cache_table(variants)["autotuned kernels"]
+    assert {x for x in column if isinstance(x, str)} == {"redrawn"}
+    line = next(x for x in format_run(db, run_id).splitlines() if "autotuned kernels" in x)
+    assert "drawn anew by 1;" in line and "\x1b" not in line and "\x07" not in line

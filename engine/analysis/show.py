@@ -10,7 +10,7 @@ import textwrap
 from typing import Any
 
 from contract.fmt import positive
-from contract.results import ProcessResult
+from contract.results import process_draws
 from contract.text import terminal_text
 from engine.analysis import decode_report, forensics_report, repeat, train_report
 from engine.analysis.pareto import peak_bytes, peak_kind
@@ -333,11 +333,10 @@ def _draw_marks(row: dict[str, Any]) -> list[str]:
     """" (drawn anew)" for each process whose autotuned kernels drew anew
     (engine/measure/autotune_draw.py), in the order of ``process_speedups``; blanks where the
     processes cannot be matched to them."""
-    speeds, procs = row.get("process_speedups") or [], row.get("processes")
-    if not isinstance(procs, list) or len(procs) != len(speeds):
+    speeds, draws = row.get("process_speedups") or [], process_draws(row.get("processes"))
+    if len(draws) != len(speeds):
         return [""] * len(speeds)
-    return [" (drawn anew)" if ProcessResult.from_json(p).autotune_draw == "redrawn" else ""
-            for p in procs]
+    return [" (drawn anew)" if d == "redrawn" else "" for d in draws]
 
 
 def process_lines(rows: list[dict[str, Any]]) -> list[str]:

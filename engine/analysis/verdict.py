@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract import fmt
-from contract.results import ProcessResult
+from contract.results import process_draws
 from contract.schema import RunSpec
 from contract.text import defuse_shortcodes
 from engine.analysis import stats
@@ -221,7 +221,7 @@ def redraw_cause(row: Row) -> str | None:
             and len(procs) == len(eager) == len(speeds) >= 2
             and all(fmt.positive(x) for x in eager + speeds)):
         return None
-    draws = [ProcessResult.from_json(p).autotune_draw for p in procs]
+    draws = process_draws(procs)
     compiled = [float(e) / float(s) for e, s in zip(eager, speeds, strict=True)]
     shared = [c for c, d in zip(compiled, draws, strict=True) if d in ("drawn", "replayed")]
     anew = [c for c, d in zip(compiled, draws, strict=True) if d == "redrawn"]
