@@ -89,8 +89,13 @@ shared: install
 # The fast tier (under 10 minutes on 2 cores). Real compiles, browser walks and database
 # faults carry the `slow` marker: `make test-slow` runs them, and .ci/run runs both tiers.
 # --durations: the slowest tests end each log, so the budget shows where it goes.
+# The tier runs in TEST_WORKERS processes (pytest-xdist), then the few tests that time this
+# host itself (marker host_timing) run alone: beside a second worker they would time it instead.
+TEST_WORKERS ?= 2
 test: venv
-	"$(VENV)/bin/pytest" -q --timeout=$(PYTEST_TIMEOUT) --durations=25 -m "not slow" $(PYTEST_ARGS)
+	"$(VENV)/bin/pytest" -q --timeout=$(PYTEST_TIMEOUT) --durations=25 -n $(TEST_WORKERS) \
+		-m "not slow and not host_timing" $(PYTEST_ARGS)
+	"$(VENV)/bin/pytest" -q --timeout=$(PYTEST_TIMEOUT) -m "host_timing and not slow" $(PYTEST_ARGS)
 
 test-slow: venv
 	"$(VENV)/bin/pytest" -q --timeout=$(PYTEST_TIMEOUT) --durations=25 -m slow $(PYTEST_ARGS)

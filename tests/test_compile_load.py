@@ -53,6 +53,7 @@ def _outside_tree_spinner(seconds: float) -> int:
     return int(out.stdout.strip())
 
 
+@pytest.mark.host_timing
 def test_a_neighbour_counts_and_the_compiles_own_children_do_not():
     def check() -> None:
         # Relative to a quiet baseline taken just before, so load from elsewhere on the machine

@@ -69,6 +69,7 @@ def _spin(seconds: float) -> None:
         pass
 
 
+@pytest.mark.host_timing
 def test_host_load_sees_another_busy_process_and_not_our_own_work():
     def check() -> None:
         # Relative to a quiet baseline taken just before, so load from elsewhere on the machine
@@ -144,6 +145,7 @@ def test_stop_compile_workers_without_a_pool_is_harmless(monkeypatch):
     assert info.get("pools") == 0 and "stop_error" not in info, info
 
 
+@pytest.mark.host_timing
 @pytest.mark.parametrize("backend", ["eager"])
 def test_cross_check_pairs_engine_and_library_timers(backend):
     torch.manual_seed(0)

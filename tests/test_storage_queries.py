@@ -204,6 +204,7 @@ def _best_of(fn, repeat: int = 3) -> float:
     return min(times)
 
 
+@pytest.mark.host_timing
 def test_list_runs_and_load_runs_are_fast_on_10k_runs(big_db):
     runs = list_runs(big_db)
     assert len(runs) == N_RUNS
