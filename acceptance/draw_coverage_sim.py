@@ -9,9 +9,10 @@ about 2 %, a host level the pairing cancels); its log speedup is moved by the dr
 (``--process-sd``). The processes go through the product's estimator and stopping rule at the
 shipped defaults (``engine.analysis.variant_stats.add_stats``, ``engine.analysis.stats.
 stop_reason``). Designs: every process replays the cold compile's draw (the engine before the
-redraw), processes from index 2 draw anew (the engine now: the first warm-cache process
-replays, so its first call is the warm-cache compile a user's restart pays), and processes from
-index 1 draw anew. The truth is the speedup averaged over draws. A benchmark script: it prints
+redraw); processes from index 2 draw anew (the engine now: the first warm-cache process
+replays, so its first call is the warm-cache compile a user's restart pays), with the interval
+over processes (as first built) or over draws (now: the two processes of the cold draw count
+once); and processes from index 1 draw anew. The truth is the speedup averaged over draws. A benchmark script: it prints
 figures. No torch.
 """
 
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from contract.schema import RunSpec  # noqa: E402
 from engine.analysis.stats import rel_halfwidth, stop_reason  # noqa: E402
 from engine.analysis.variant_stats import add_stats  # noqa: E402
+from engine.measure.autotune_draw import FIRST_REDRAW, min_processes  # noqa: E402
 
 SPEC = RunSpec(model="sim")
 ROUNDS, BLOCK, NOISE_SD, AR = 4, 10, 0.02, 0.7
@@ -52,17 +54,30 @@ def _process(rng: np.random.Generator, speedup: float, offset: float) -> dict:
     return {"samples_ms": compiled.tolist(), "eager_samples_ms": eager.tolist(), "block": BLOCK}
 
 
+def _label(index: int, first_redraw: int) -> str:
+    """The ``autotune_draw`` the runner stores for process ``index``."""
+    if index >= first_redraw:
+        return "redrawn"
+    return "drawn" if index == 0 else "replayed"
+
+
 def one_run(rng: np.random.Generator, truth: float, first_redraw: int, draw_sd: float,
-            process_sd: float) -> tuple[float, float, int]:
-    """(low, high, processes) of one variant measured with the shipped stopping rule."""
+            process_sd: float, by_draw: bool = True) -> tuple[float, float, int]:
+    """(low, high, processes) of one variant measured with the shipped stopping rule; with
+    ``by_draw`` False the processes carry no stored draw, so the estimator counts each apart
+    (the product before its interval was taken over draws)."""
     draws = [rng.normal(0.0, draw_sd)]
 
     def process(index: int) -> dict:
         if index >= first_redraw:
             draws.append(rng.normal(0.0, draw_sd))
-        return _process(rng, truth, draws[-1] + rng.normal(0.0, process_sd))
+        out = _process(rng, truth, draws[-1] + rng.normal(0.0, process_sd))
+        return {**out, "autotune_draw": _label(index, first_redraw) if by_draw else None}
 
     k_min = max(SPEC.processes, 2 if SPEC.warm_cache else 1)
+    k_max = max(SPEC.max_processes, k_min)
+    if by_draw and first_redraw == FIRST_REDRAW:  # the engine's minimum for such a variant
+        k_min = min_processes(k_min, k_max)
     procs = [process(i) for i in range(k_min)]
     eager = {"variant": "eager", "status": "ok", "samples_ms": [1.0] * BLOCK,
              "processes": [{"samples_ms": [1.0] * BLOCK, "block": BLOCK}]}
@@ -72,7 +87,7 @@ def one_run(rng: np.random.Generator, truth: float, first_redraw: int, draw_sd: 
         s = add_stats(dict(result), {"eager": eager, "v": result})["stats"]
         low, high = s["speedup_ci_low"], s["speedup_ci_high"]
         if stop_reason(rel_halfwidth(low, high), len(procs), min_processes=k_min,
-                       max_processes=max(SPEC.max_processes, k_min),
+                       max_processes=k_max,
                        target_halfwidth=SPEC.target_halfwidth, low=low, high=high):
             return low, high, len(procs)
         procs.append(process(len(procs)))
@@ -85,19 +100,21 @@ def main() -> int:
     ap.add_argument("--process-sd", type=float, default=0.005)
     ap.add_argument("--seed", type=int, default=3)
     args = ap.parse_args()
-    designs = (("every process replays one draw", 10**6), ("draws anew from index 2", 2),
-               ("draws anew from index 1", 1))
+    designs = (("every process replays one draw", 10**6, True),
+               ("anew from index 2, processes counted apart", 2, False),
+               ("anew from index 2, counted by draw (now)", 2, True),
+               ("draws anew from index 1", 1, True))
     print(f"draw sd {args.draw_sd:.3f}, process sd {args.process_sd:.3f} (log), {args.sims} "
           "simulated runs per line, shipped defaults")
-    for label, first in designs:
+    for label, first, by_draw in designs:
         for truth in (3.0, 1.03):
             rng = np.random.default_rng(args.seed)
-            runs = [one_run(rng, truth, first, args.draw_sd, args.process_sd)
+            runs = [one_run(rng, truth, first, args.draw_sd, args.process_sd, by_draw)
                     for _ in range(args.sims)]
             cover = sum(low <= truth <= high for low, high, _ in runs) / len(runs)
             width = statistics.median(rel_halfwidth(low, high) for low, high, _ in runs)
             k = statistics.fmean(n for _, _, n in runs)
-            print(f"{label:32s} speedup {truth:4.2f}: coverage {cover:.3f}, median half-width "
+            print(f"{label:44s} speedup {truth:4.2f}: coverage {cover:.3f}, median half-width "
                   f"{100 * width:.1f} %, mean processes {k:.2f}")
     return 0
 

@@ -72,7 +72,7 @@ def latency_distribution(samples: pd.DataFrame, log_y: bool = False) -> go.Figur
 
 
 SPEEDUP_TITLE = "Speedup over eager per variant (×, 95% CI)"
-SPEEDUP_SUB = "run's eager ÷ variant per call (paired rounds) · CI over processes · ○ one process"
+SPEEDUP_SUB = "run's eager ÷ variant per call (paired rounds) · CI over processes or draws · ○ one process"
 
 
 def speedup(variants: pd.DataFrame) -> go.Figure:

@@ -3,13 +3,17 @@ variants and processes, the mechanism against the installed torch, and what is s
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import types
 
+import numpy as np
 import pytest
 
 from contract.results import ProcessResult
+from engine.analysis.stats import ProcessRounds, paired_speedup, unit_log_ratios
+from engine.analysis.variant_stats import add_stats, draw_units
 from engine.measure import autotune_draw
 from engine.orchestrate import process
 from engine.orchestrate.fold import first_process, merge_process
@@ -293,3 +297,76 @@ def test_a_redraws_config_benchmarks_take_turns_across_the_run(tmp_path, monkeyp
     assert try_lock()  # and released after
     monkeypatch.delenv("COMPILELAB_RUN_DIR")
     assert autotune_draw._taking_turns(benchmark_all_configs)(object()) == (True, (), {})
+
+
+def _proc(speedup: float, draw: str | None) -> dict:
+    """A process whose rounds read ``speedup`` with a little round-to-round noise."""
+    compiled = [1.0, 1.01, 0.99, 1.0] * 10
+    return {"samples_ms": compiled, "eager_samples_ms": [speedup * c for c in compiled],
+            "block": 10, "autotune_draw": draw}
+
+
+@pytest.mark.parametrize(("draws", "units"), [
+    (["drawn", "replayed", "redrawn", "redrawn"], [0, 0, 2, 3]),
+    (["drawn", "replayed", "redrawn"], [0, 0, 2]),
+    (["drawn", "replayed", "replayed"], None),  # nothing drawn anew: processes stay the units
+    ([None, None, None], None),  # a CPU run: nothing autotunes
+    (["drawn", None, "redrawn", "redrawn"], None),  # the replay unknown: no pair to join
+    (["drawn", "replayed", "redrawn", None], [0, 0, 2, 3]),
+])
+def test_processes_that_replayed_one_draw_count_once(draws, units):
+    procs = [ProcessResult.from_json(_proc(2.0, d)) for d in draws]
+    assert draw_units(procs) == units
+
+
+def test_the_interval_is_over_draws_where_processes_drew_anew():
+    """The cold draw's two processes average into one unit: the point is the mean of three
+    draws, not four processes, and the t quantile has two degrees of freedom."""
+    speeds = [2.0, 2.0, 2.4, 2.2]
+    draws = ["drawn", "replayed", "redrawn", "redrawn"]
+    eager = {"variant": "eager", "status": "ok", "samples_ms": [1.0] * 10,
+             "processes": [{"samples_ms": [1.0] * 10, "block": 10}]}
+    result = {"variant": "default", "status": "ok",
+              "processes": [_proc(s, d) for s, d in zip(speeds, draws, strict=True)],
+              "samples_ms": [1.0] * 40}
+    s = add_stats(dict(result), {"eager": eager, "default": result})["stats"]
+    assert s["speedup"] == pytest.approx(math.exp(np.mean(np.log([2.0, 2.4, 2.2]))), rel=1e-3)
+    assert s["speedup_df"] == 2.0
+    assert "3 kernel draws (4 processes" in s["interval_method"]
+    assert s["process_speedups"] == pytest.approx(speeds, rel=1e-3)
+    plain = {**result, "processes": [_proc(x, None) for x in speeds]}
+    p = add_stats(dict(plain), {"eager": eager, "default": plain})["stats"]
+    assert p["speedup_df"] == 3.0 and "per-process" in p["interval_method"]
+    assert p["speedup_ci_high"] / p["speedup_ci_low"] < s["speedup_ci_high"] / s["speedup_ci_low"]
+
+
+def test_unit_ids_must_match_the_processes():
+    with pytest.raises(ValueError, match="unit ids"):
+        unit_log_ratios([0.1, 0.2], [0])
+    rounds = [ProcessRounds.from_samples([2.0] * 10, [1.0] * 10, 10)] * 2
+    with pytest.raises(ValueError, match="one kernel draw"):
+        paired_speedup(rounds, units=[0, 0])
+
+
+def test_a_redrawing_variant_is_planned_three_draws_and_others_as_before():
+    """On a GPU, default and reduce-overhead redraw: four processes each (the cold one and the
+    first warm-cache one share a draw), none left speculative; max-autotune replays: three, and
+    its first further process starts with the batch, speculative, as before."""
+    from engine.orchestrate.runner import _Run
+    from engine.spec import normalise
+
+    spec = normalise({"model": "mlp", "device": "cuda",
+                      "variants": ["eager", "default", "reduce-overhead", "max-autotune"],
+                      "concurrency": 16})
+    run = _Run(spec, lambda *a: None, lambda r: None, lambda *a: None, None, None)
+    plan = {(j.variant, j.index): j.speculative for j in run.plan}
+    for v in ("default", "reduce-overhead"):
+        assert run.need[v] == 4
+        assert [plan.get((v, i)) for i in range(5)] == [False, False, False, False, None]
+    assert run.need["max-autotune"] == 3
+    assert [plan.get(("max-autotune", i)) for i in range(5)] == [False, False, False, True, None]
+    cpu = _Run(normalise({**spec, "device": "cpu", "variants": ["eager", "default"]}),
+               lambda *a: None, lambda r: None, lambda *a: None, None, None)
+    assert cpu.need == {"default": 3}
+    assert autotune_draw.min_processes(3, 3) == 3  # max_processes is the user's to set
+    assert autotune_draw.min_processes(5, 8) == 5

@@ -13,7 +13,9 @@ per-call noise is about 2 % and autocorrelated.  The scenarios:
   variant: borrowing must not lend the noisy one its neighbours' calm);
 * a history prior from earlier runs, with today's spread as in history and twice as large;
 * process effects that come in episodes (a fifth of the processes on a slow host state) rather
-  than a normal spread; the truth is then the usual state's speedup.
+  than a normal spread; the truth is then the usual state's speedup;
+* kernel draws: the cold process and the first warm-cache one share one compile's autotuned
+  kernels, later processes draw anew (``engine.analysis.variant_stats.draw_units``).
 
 A 95 % interval must cover the truth in 90-98 % of the variants measured (below, it is not
 honest; above, it is padded), and no single variant of a mixed run may fall below 88 %.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -74,18 +77,48 @@ def _process(rng: np.random.Generator, speedup: float, offset: Offset) -> dict:
     return {"samples_ms": compiled.tolist(), "eager_samples_ms": eager.tolist(), "block": BLOCK}
 
 
+@dataclass(frozen=True)
+class KernelDraws:
+    """A variant whose compiles draw their autotuned kernels (engine/measure/autotune_draw.py):
+    each draw moves the speedup by a normal of ``draw_sd`` (log); the cold process (0) draws,
+    the first warm-cache one (1) replays that draw, later ones draw anew; each process adds its
+    own offset of ``tau``.  The truth is the speedup averaged over draws."""
+
+    draw_sd: float
+    tau: float
+
+
+def _per_index(offset: Offset | KernelDraws) -> Callable[[np.random.Generator, float, int], dict]:
+    """``(rng, speedup, index) -> process`` of one variant, its kernel draws stored as the
+    runner stores them."""
+    if not isinstance(offset, KernelDraws):
+        return lambda rng, speedup, index: _process(rng, speedup, offset)
+    cold: list[float] = []
+
+    def process(rng: np.random.Generator, speedup: float, index: int) -> dict:
+        if index == 0:
+            cold[:] = [rng.normal(0.0, offset.draw_sd)]
+        draw = cold[0] if index < 2 else rng.normal(0.0, offset.draw_sd)
+        value = draw + rng.normal(0.0, offset.tau)
+        label = ("drawn", "replayed")[index] if index < 2 else "redrawn"
+        return {**_process(rng, speedup, lambda _rng: value), "autotune_draw": label}
+    return process
+
+
 def _result(name: str, procs: list[dict]) -> dict:
     return {"variant": name, "status": "ok", "processes": procs,
             "samples_ms": [x for p in procs for x in p["samples_ms"]]}
 
 
-def _simulated_run(rng: np.random.Generator, truth: list[float], offsets: list[Offset],
+def _simulated_run(rng: np.random.Generator, truth: list[float],
+                   offsets: list[Offset | KernelDraws],
                    history: dict[str, VariancePrior] | None = None) -> list[tuple[float, float]]:
     """Each variant's final (low, high), measured with the shipped defaults and stopping rule,
     the variants taking turns as the runner's do."""
     names = [f"v{i}" for i in range(len(truth))]
-    procs = {n: [_process(rng, s, o) for _ in range(K_MIN)]
-             for n, s, o in zip(names, truth, offsets, strict=True)}
+    makers = [_per_index(o) for o in offsets]
+    procs = {n: [make(rng, s, i) for i in range(K_MIN)]
+             for n, s, make in zip(names, truth, makers, strict=True)}
     eager = {"variant": "eager", "status": "ok", "samples_ms": [1.0] * BLOCK,
              "processes": [{"samples_ms": [1.0] * BLOCK, "block": BLOCK}]}
     active = set(names)
@@ -101,7 +134,7 @@ def _simulated_run(rng: np.random.Generator, truth: list[float], offsets: list[O
                            low=low, high=high):
                 active.discard(n)
             else:
-                procs[n].append(_process(rng, truth[i], offsets[i]))
+                procs[n].append(makers[i](rng, truth[i], len(procs[n])))
         if not active:
             break
     results = {"eager": eager, **{n: _result(n, procs[n]) for n in names}}
@@ -112,7 +145,7 @@ def _simulated_run(rng: np.random.Generator, truth: list[float], offsets: list[O
     return out
 
 
-def _coverage(seed: int, truth: list[float], offsets: list[Offset],
+def _coverage(seed: int, truth: list[float], offsets: list[Offset | KernelDraws],
               history: Callable[[np.random.Generator], dict[str, VariancePrior]] | None = None,
               sims: int = SIMULATIONS) -> np.ndarray:
     rng = np.random.default_rng(seed)
@@ -139,6 +172,9 @@ SCENARIOS = {
     "history as today": ([1.5], [normal(0.08)], _history(0.08)),
     "history calmer than today": ([1.5], [normal(0.16)], _history(0.08)),
     "episodes": ([2.0, 1.2], [episodes(0.2, 0.4), episodes(0.2, 0.3)], None),
+    # Two processes measure the cold compile's kernel draw (the second replays it), later ones
+    # draw anew; counted as four independent processes, coverage falls to about 80 %.
+    "kernel draws": ([3.0, 1.4], [KernelDraws(0.05, 0.01), KernelDraws(0.05, 0.01)], None),
 }
 
 

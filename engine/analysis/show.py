@@ -317,9 +317,10 @@ def method_lines(timer: str, k: str, one_eager: bool = True) -> list[str]:
         "speedup = eager ms / median ms on every row.",
         f"  pipelined: {k} calls back to back, one sync, / K, formed the same way.",
         "  speedup: eager / compiled in each process's paired rounds, geometric mean over "
-        "processes; 95% interval: t over the per-process log speedups, with a variance shared "
-        "with the run's other variants or this host's history where it agrees; spread: sd of "
-        "the per-process log speedups."]
+        "processes (over kernel draws where some processes drew their autotuned kernels anew: "
+        "the processes of one draw count once); 95% interval: t over those log speedups, with "
+        "a variance shared with the run's other variants or this host's history where it "
+        "agrees; spread: sd of the per-process log speedups."]
 
 
 def _share_text(comp: dict[str, Any]) -> str:

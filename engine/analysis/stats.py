@@ -39,6 +39,10 @@ Method
   lower 10 % tail (``PRIOR_GUARD``).  ``tests/test_stats_calibration.py`` checks 90-98 %
   coverage with homogeneous and heterogeneous variants, with and without a history prior, and
   with process effects that come in episodes.
+* **Kernel draws**: where some of a variant's processes drew their autotuned kernels anew, the
+  processes that measured one compile's draw (the cold one and the replaying one) are averaged
+  into one unit before the interval (``units``, ``unit_log_ratios``): counted apart they would
+  leave the draw outside it (docs/METHOD.md §2).
 * **Disagreement**: Cochran's Q of the per-process log ratios against their within-process
   standard errors (each process's round-to-round spread); when p < 0.01 the processes disagree
   beyond their own noise, and the tools say so with the likely cause.
@@ -291,23 +295,54 @@ def _cochran_p(r: np.ndarray, within_se: np.ndarray) -> float | None:
     return float(special.chdtrc(r.size - 1, q))
 
 
+def unit_log_ratios(log_ratios: Sequence[float], units: Sequence[int] | None
+                    ) -> np.ndarray:
+    """The log speedup of each independent unit: processes that share a unit id (they measured
+    one compile's kernel draw) are averaged into one, in order of first appearance; without
+    ``units`` every process is its own.  Raises ``ValueError`` when the lengths differ."""
+    r = np.asarray(log_ratios, dtype=np.float64)
+    if units is None:
+        return r
+    if len(units) != r.size:
+        raise ValueError(f"{len(units)} unit ids for {r.size} processes")
+    ids = list(dict.fromkeys(units))
+    return np.array([r[[i for i, u in enumerate(units) if u == g]].mean() for g in ids])
+
+
+def _unit_within(within: np.ndarray, units: Sequence[int] | None) -> np.ndarray:
+    """Each unit's within-process standard error (that of the mean of its processes)."""
+    if units is None:
+        return within
+    ids = list(dict.fromkeys(units))
+    out = []
+    for g in ids:
+        w = within[[i for i, u in enumerate(units) if u == g]]
+        out.append(math.sqrt(float((w ** 2).sum())) / w.size)
+    return np.array(out)
+
+
 def paired_speedup(processes: Sequence[ProcessRounds], *, prior: VariancePrior | None = None,
-                   ci: float = 0.95) -> SpeedupEstimate:
+                   ci: float = 0.95, units: Sequence[int] | None = None) -> SpeedupEstimate:
     """Speedup (eager ÷ compiled per-call time) over several processes; see the module notes.
 
     ``prior``: the shared variance (``pooled_prior``) that may moderate this variant's own.
-    Raises ``ValueError`` without processes or with a bad ``ci``."""
+    ``units``: an id per process; processes with one id measured one kernel draw and count
+    once (``unit_log_ratios``); None: every process is independent.  Raises ``ValueError``
+    without processes, with a bad ``ci`` or with fewer than two units for several processes."""
     if not processes:
         raise ValueError("no processes to estimate from")
     if not 0 < ci < 1:
         raise ValueError(f"ci must be in (0, 1), got {ci}")
     alpha = (1.0 - ci) / 2.0
-    k = len(processes)
-    r = np.array([p.log_ratio() for p in processes])
-    within = np.array([p.within_se() for p in processes])
+    per_process = np.array([p.log_ratio() for p in processes])
+    r = unit_log_ratios(per_process, units)
+    if len(processes) > 1 and r.size < 2:
+        raise ValueError("several processes of one kernel draw: no between-draw variance")
+    k = r.size
+    within = _unit_within(np.array([p.within_se() for p in processes]), units)
     within_rms = float(np.sqrt(np.mean(within ** 2))) if np.all(np.isfinite(within)) else None
     est = float(r.mean())
-    if k == 1:
+    if len(processes) == 1:
         rounds = processes[0].round_log_ratios()
         if rounds.size < 2:
             raise ValueError("one process with one round has no interval")
@@ -322,11 +357,16 @@ def paired_speedup(processes: Sequence[ProcessRounds], *, prior: VariancePrior |
     var, df, used = moderated_variance(own, k - 1, prior)
     se = math.sqrt(var / k)
     h = float(special.stdtrit(df, 1 - alpha)) * se
-    method = ("t interval on per-process log speedups" if used is None else
-              f"t interval on per-process log speedups, variance shared with {used}")
-    return SpeedupEstimate(math.exp(est), math.exp(est - h), math.exp(est + h), k,
-                           tuple(float(x) for x in np.exp(r)), math.sqrt(own), within_rms,
-                           _cochran_p(r, within), se, df, used, method=method)
+    method = ("t interval on per-process log speedups" if units is None else
+              f"t interval on the log speedups of {k} kernel draws ({len(processes)} processes; "
+              "those that replayed one compile's draw averaged into one)")
+    if used is not None:
+        method += f", variance shared with {used}"
+    spread = float(per_process.std(ddof=1))
+    return SpeedupEstimate(math.exp(est), math.exp(est - h), math.exp(est + h),
+                           len(processes), tuple(float(x) for x in np.exp(per_process)),
+                           spread, within_rms, _cochran_p(r, within), se, df, used,
+                           method=method)
 
 
 def variance_components(processes: Sequence[ProcessRounds]) -> dict[str, float] | None:

@@ -16,7 +16,8 @@ figures belong to the run and not to one variant:
   variant's own processes read is kept beside it: ``measured_median_ms`` and
   ``paired_eager_median_ms``.
 
-The variance a variant may borrow (``engine.analysis.stats.moderated_variance``) comes from the caller's
+The interval's units are independent kernel draws: processes that replayed one compile's
+autotuned choice count once where others drew anew (``draw_units``).  The variance a variant may borrow (``engine.analysis.stats.moderated_variance``) comes from the caller's
 history prior for that variant, else from the run's other compiled variants.  numpy and scipy
 only (no torch).
 """
@@ -39,6 +40,7 @@ from engine.analysis.stats import (
     paired_speedup,
     pooled_prior,
     summarize,
+    unit_log_ratios,
     variance_components,
 )
 
@@ -74,6 +76,22 @@ def _processes(result: Result) -> list[ProcessResult]:
         "eager_pipelined_ms": result.get("eager_pipelined_ms"), "block": 1}]
     procs = [ProcessResult.from_json(p) for p in raw]
     return [p for p in procs if p.samples_ms]
+
+
+def draw_units(processes: list[ProcessResult]) -> list[int] | None:
+    """Which kernel draw each process measured, as unit ids for the interval, or None where
+    every process counts on its own.
+
+    Where some processes drew their autotuned kernels anew (``autotune_draw`` "redrawn",
+    engine/measure/autotune_draw.py), the cold compile's process ("drawn") and those that
+    replayed its choice ("replayed") measured one draw, and counting them apart would put the
+    draw outside the interval (docs/METHOD.md §2): they share one id.  Without a redraw no
+    process's draw differs from another's, and the processes stay the units, as before."""
+    draws = [p.autotune_draw for p in processes]
+    shared = [i for i, d in enumerate(draws) if d in ("drawn", "replayed")]
+    if "redrawn" not in draws or len(shared) < 2:
+        return None
+    return [shared[0] if d in ("drawn", "replayed") else i for i, d in enumerate(draws)]
 
 
 def process_rounds(processes: list[ProcessResult]) -> list[ProcessRounds]:
@@ -119,8 +137,9 @@ def _own_variance(result: Result) -> tuple[float, int] | None:
     """(sample variance of the per-process log speedups, its df) of one compiled result."""
     if result.get("status") != "ok" or result.get("variant") == "eager":
         return None
+    procs = _processes(result)
     try:
-        r = [p.log_ratio() for p in process_rounds(_processes(result))]
+        r = unit_log_ratios([p.log_ratio() for p in process_rounds(procs)], draw_units(procs))
     except (ValueError, KeyError, TypeError):
         return None
     return (float(np.var(r, ddof=1)), len(r) - 1) if len(r) >= 2 else None
@@ -164,7 +183,7 @@ def _compiled_stats(stats: dict[str, Any], result: Result, eager_ms: float | Non
         return
     try:
         rounds = process_rounds(procs)
-        est = paired_speedup(rounds, prior=prior, ci=ci)
+        est = paired_speedup(rounds, prior=prior, ci=ci, units=draw_units(procs))
     except ValueError:
         # Unpaired or broken series (not from this runner): the point estimate of the two
         # figures as read, never an interval that would claim a pairing that is not there.

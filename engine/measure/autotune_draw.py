@@ -54,6 +54,14 @@ def applies(run: Mapping[str, Any], variant: str) -> bool:
     return not grid.settings(variant).get("coordinate_descent_tuning")
 
 
+def min_processes(k_min: int, k_max: int) -> int:
+    """The fewest processes of a variant that redraws: enough for three independent draws
+    where ``max_processes`` allows.  The cold process and the first warm-cache one share a
+    draw and count once in the interval (engine/analysis/variant_stats.draw_units), so three
+    processes would be two draws and a t quantile on one degree of freedom."""
+    return max(k_min, min(FIRST_REDRAW + 2, k_max))
+
+
 def asked(phase: str, index: int) -> bool:
     """Whether the runner asks process ``index`` (of ``phase``) to draw anew."""
     return phase == "warm_cache" and index >= FIRST_REDRAW

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.analysis import stats
-from engine.measure import roofline, startup, torch_trace
+from engine.measure import autotune_draw, roofline, startup, torch_trace
 from engine.orchestrate import compiler_server, forked, gates, preloads
 from engine.orchestrate.eta import Eta, describe
 from engine.orchestrate.fold import first_process, merge_process, time_breakdown, with_stats
@@ -54,6 +54,10 @@ class _Run:
         self.gated = gates.supported()
         if not self.gated:
             self.concurrency = self.compile_slots = 1
+        # A variant whose processes draw their autotuned kernels anew needs one more process
+        # for as many independent draws (engine/measure/autotune_draw.min_processes).
+        self.need = {v: autotune_draw.min_processes(self.k_min, self.k_max)
+                     if autotune_draw.applies(spec, v) else self.k_min for v in self.compiled}
         self.results: dict[str, dict[str, Any]] = {}
         self.eager_first_ms: float | None = None
         self.plan = self._initial_plan()
@@ -69,13 +73,15 @@ class _Run:
 
     def _initial_plan(self) -> list[Job]:
         plan = [Job("eager", 0)] if "eager" in self.variants else []
-        plan += [Job(v, i) for i in range(self.k_min) for v in self.compiled]
-        if self.k_max > self.k_min and len(plan) + len(self.compiled) <= self.concurrency:
+        plan += [Job(v, i) for i in range(max(self.need.values(), default=0))
+                 for v in self.compiled if i < self.need[v]]
+        further = [v for v in self.compiled if self.k_max > self.need[v]]
+        if further and len(plan) + len(further) <= self.concurrency:
             # Where the whole run fits in one batch, each variant's first further process
             # starts with the rest (speculative: it times only if the interval asks for it,
             # else it is ended), so it does not pay its own start-up and compiler import after
             # everything else (docs/measurements: 11 s of a 78 s seed-MLP run).
-            plan += [Job(v, self.k_min, speculative=True) for v in self.compiled]
+            plan += [Job(v, self.need[v], speculative=True) for v in further]
         return plan
 
     def stats_of(self, result: dict[str, Any]) -> dict[str, Any]:
@@ -188,12 +194,12 @@ class _Run:
     def stop_reason(self, v: str) -> str | None:
         """Why ``v`` gets no more processes (engine/analysis/stats.stop_reason, the time
         budget), or None."""
-        if self.done_count[v] >= self.k_min and self.extra_since is None:
+        if self.done_count[v] >= self.need[v] and self.extra_since is None:
             self.extra_since = time.monotonic()
         now = self.stats_of(self.results[v])["stats"]
         low, high = now.get("speedup_ci_low"), now.get("speedup_ci_high")
         reason = stats.stop_reason(stats.rel_halfwidth(low, high), self.done_count[v],
-                                   min_processes=self.k_min, max_processes=self.k_max,
+                                   min_processes=self.need[v], max_processes=self.k_max,
                                    target_halfwidth=float(self.spec.get("target_halfwidth", 0)),
                                    low=low, high=high)
         budget = float(self.spec.get("process_budget_s", 0))
