@@ -55,6 +55,8 @@ class RunSpec:
     # Measuring processes per compiled variant (engine/analysis/stats.py: the process is the unit of
     # replication): at least `processes`, more while the interval's relative half-width exceeds
     # `target_halfwidth`, up to `max_processes` or `process_budget_s` seconds of extra processes.
+    # A GPU variant that redraws its autotuned kernels gets at least four where `max_processes`
+    # allows (engine/measure/autotune_draw.min_processes).
     processes: int = 3
     max_processes: int = 4
     target_halfwidth: float = 0.05

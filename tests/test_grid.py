@@ -117,6 +117,15 @@ def test_plan_counts_processes_and_uses_history() -> None:
     assert "3 variants (2 compiled): 7–9 measuring processes" in known.text()
 
 
+def test_plan_counts_the_fourth_process_of_a_variant_that_redraws() -> None:
+    """On a GPU, default redraws its autotuned kernels (four processes at least, three draws:
+    engine/measure/autotune_draw.min_processes); max-autotune replays (three)."""
+    spec = normalise({"model": "mlp", "variants": ["eager", "default", "max-autotune"],
+                      "processes": 3, "max_processes": 4, "device": "cuda"})
+    guess = plan(spec)
+    assert (guess.processes_low, guess.processes_high) == (1 + 4 + 3, 1 + 4 + 4)
+
+
 def test_cli_refuses_a_grid_past_the_limit_before_storing_anything(db_url: str) -> None:
     p = run_cli("run", "--model", "mlp", "--backend", "aot_eager", "--variants", "eager,default",
                 "--option", "dynamic=none,true,false", "--option", "fullgraph=false,true",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import grid
+from engine.measure import autotune_draw
 
 GUESS_SETUP_S = 10.0
 GUESS_COMPILE_S = {"cuda": 40.0, "cpu": 20.0}
@@ -62,7 +63,8 @@ def plan(spec: Mapping[str, Any], history: Mapping[str, list[float]] | None = No
         base = GUESS_COMPILE_S.get(str(spec.get("device")), GUESS_COMPILE_S["cuda"])
         per = {v: timing + base * (AUTOTUNE_FACTOR if grid.mode_of(v).startswith("max-autotune")
                                     else 1.0) for v in compiled}
-    low = eager_s + sum(p * (k_min + extra) for p in per.values())
+    need = {v: autotune_draw.variant_min_processes(spec, v, k_min, k_max) for v in compiled}
+    low = eager_s + sum(p * (need[v] + extra) for v, p in per.items())
     high = eager_s + sum(p * (k_max + extra) for p in per.values())
-    return Plan(len(variants), len(compiled), 1 + len(compiled) * (k_min + extra),
+    return Plan(len(variants), len(compiled), 1 + sum(need[v] + extra for v in compiled),
                 1 + len(compiled) * (k_max + extra), low, high, bool(hist.get("compiled")))

@@ -105,7 +105,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--processes", type=int, default=DEFAULTS["processes"],
                    help="measuring processes per compiled variant, at least (the interval "
-                        "needs several: docs/STATISTICS.md)")
+                        "needs several; on a GPU a variant that autotunes its kernels gets at least 4: "
+                        "docs/METHOD.md §2)")
     r.add_argument("--max-processes", type=int, default=DEFAULTS["max_processes"],
                    help="more processes while the interval is wider than --target-halfwidth")
     r.add_argument("--target-halfwidth", type=float, default=DEFAULTS["target_halfwidth"],

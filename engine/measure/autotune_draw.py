@@ -62,6 +62,12 @@ def min_processes(k_min: int, k_max: int) -> int:
     return max(k_min, min(FIRST_REDRAW + 2, k_max))
 
 
+def variant_min_processes(run: Mapping[str, Any], variant: str, k_min: int, k_max: int) -> int:
+    """The fewest processes ``variant`` of ``run`` is planned: ``min_processes`` where it
+    redraws, else the run's ``k_min``.  The runner's plan and the grid's estimate both ask."""
+    return min_processes(k_min, k_max) if applies(run, variant) else k_min
+
+
 def asked(phase: str, index: int) -> bool:
     """Whether the runner asks process ``index`` (of ``phase``) to draw anew."""
     return phase == "warm_cache" and index >= FIRST_REDRAW

@@ -56,8 +56,8 @@ class _Run:
             self.concurrency = self.compile_slots = 1
         # A variant whose processes draw their autotuned kernels anew needs one more process
         # for as many independent draws (engine/measure/autotune_draw.min_processes).
-        self.need = {v: autotune_draw.min_processes(self.k_min, self.k_max)
-                     if autotune_draw.applies(spec, v) else self.k_min for v in self.compiled}
+        self.need = {v: autotune_draw.variant_min_processes(spec, v, self.k_min, self.k_max)
+                     for v in self.compiled}
         self.results: dict[str, dict[str, Any]] = {}
         self.eager_first_ms: float | None = None
         self.plan = self._initial_plan()
