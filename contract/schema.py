@@ -364,7 +364,8 @@ FIGURES: tuple[Figure, ...] = (
        "standard deviation of the per-process log speedups (0.1 ≈ 10 %)", column=False),
     _s("within_process_spread", "float", None,
        "RMS within-process standard error of the log speedup", column=False),
-    _s("disagree_p", "float", None, "Cochran's Q p-value over processes", column=False),
+    _s("disagree_p", "float", None, "Cochran's Q p-value over processes (kernel draws where drawn anew)",
+       column=False),
     _s("processes_disagree", "bool", "processes disagree", column=False),
     _s("interval_method", "str", None, column=False),
     _s("speedup_log_se", "float", None, "standard error of the log speedup the interval used",
@@ -382,7 +383,7 @@ FIGURES: tuple[Figure, ...] = (
        column=False),
     _s("final_at", "float", None, "when the figures became final (unix seconds)", column=False),
     _s("pipelined_speedup", "float", "pipelined speedup", "eager ÷ variant, pipelined calls of "
-       "the same paired rounds, over processes as the speedup is", column=False),
+       "the same paired rounds, over processes (or kernel draws) as the speedup is", column=False),
     _s("pipelined_ci_low", "float", "pipelined CI low", column=False),
     _s("pipelined_ci_high", "float", "pipelined CI high", column=False),
     _s("stop_reason", "str", "stopped because", column=False),

@@ -33,8 +33,9 @@ TERMS: dict[str, str] = {
     "speedup": "Eager's time per call ÷ the variant's: above 1.00× the variant is faster, "
                "below 1.00× slower (0.50× takes twice as long as eager).",
     "95% CI": "The interval the speedup lies in with 95 % confidence, from the spread between "
-              "measuring processes. An interval that contains 1.00× cannot tell the variant "
-              "from eager.",
+              "measuring processes (between kernel draws, where some processes chose their "
+              "autotuned kernels anew). An interval that contains 1.00× cannot tell the "
+              "variant from eager.",
     "measuring process": "A fresh Python process that builds, compiles and times one variant; "
                          "a variant gets several, because a process's speed drifts with the "
                          "host (the spread between them is the honest uncertainty).",

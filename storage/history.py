@@ -89,13 +89,13 @@ def _same_runs(session: Any, model: str, device: str, host: str | None, dims: An
 
 def recent_process_speedups(db: Database, model: str, device: str, *, host: str | None,
                             dims: Any, dtype: str | None, step: str = "inference",
-                            runs: int = 5) -> dict[str, list[list[Any]]]:
-    """``{variant: [per-process speedups of one run, ...]}`` from the latest ``runs`` finished
-    runs of exactly this configuration (model, dims, dtype, device, step) on ``host``: the
-    history a variant's interval may borrow its variance from (engine/analysis/stats.py).  Nothing
-    without a host.  As stored (hostile until checked: the caller keeps only positive finite
-    numbers)."""
-    out: dict[str, list[list[Any]]] = {}
+                            runs: int = 5) -> dict[str, list[tuple[list[Any], list[Any]]]]:
+    """``{variant: [(per-process speedups of one run, its processes' kernel draws), ...]}``
+    from the latest ``runs`` finished runs of exactly this configuration (model, dims, dtype,
+    device, step) on ``host``: the history a variant's interval may borrow its variance from
+    (engine/analysis/stats.py ``history_prior``).  Nothing without a host.  As stored (hostile
+    until checked: the caller keeps only positive finite numbers and the three draw words)."""
+    out: dict[str, list[tuple[list[Any], list[Any]]]] = {}
     with db.session() as session:
         ids = _same_runs(session, model, device, host, dims, dtype, step, runs)
         if not ids:
@@ -106,8 +106,11 @@ def recent_process_speedups(db: Database, model: str, device: str, *, host: str 
                        VariantResult.variant != "eager")):
             stats = extra.get("stats") if isinstance(extra, dict) else None
             speeds = stats.get("process_speedups") if isinstance(stats, dict) else None
+            procs = extra.get("processes") if isinstance(extra, dict) else None
+            draws = [p.get("autotune_draw") if isinstance(p, dict) else None
+                     for p in (procs if isinstance(procs, list) else [])]
             if isinstance(speeds, list):
-                out.setdefault(str(variant), []).append(speeds)
+                out.setdefault(str(variant), []).append((speeds, draws))
     return out
 
 

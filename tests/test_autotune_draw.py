@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from contract.results import ProcessResult
-from engine.analysis.stats import ProcessRounds, paired_speedup, unit_log_ratios
-from engine.analysis.variant_stats import add_stats, draw_units
+from engine.analysis.stats import ProcessRounds, history_prior, paired_speedup, unit_log_ratios
+from engine.analysis.variant_stats import add_stats, process_units
 from engine.measure import autotune_draw
 from engine.orchestrate import process
 from engine.orchestrate.fold import first_process, merge_process
@@ -316,7 +316,7 @@ def _proc(speedup: float, draw: str | None) -> dict:
 ])
 def test_processes_that_replayed_one_draw_count_once(draws, units):
     procs = [ProcessResult.from_json(_proc(2.0, d)) for d in draws]
-    assert draw_units(procs) == units
+    assert process_units(procs) == units
 
 
 def test_the_interval_is_over_draws_where_processes_drew_anew():
@@ -370,3 +370,46 @@ def test_a_redrawing_variant_is_planned_three_draws_and_others_as_before():
     assert cpu.need == {"default": 3}
     assert autotune_draw.min_processes(3, 3) == 3  # max_processes is the user's to set
     assert autotune_draw.min_processes(5, 8) == 5
+    # one or two processes (a quick look) reach no redraw: left as asked, not raised to four
+    assert autotune_draw.min_processes(1, 4) == 1 and autotune_draw.min_processes(2, 4) == 2
+
+
+def test_the_pipelined_interval_and_the_history_count_draws_too():
+    """The throughput figure is formed as the speedup is (over draws), and an earlier run's
+    stored draws group its processes the same way when it lends its variance."""
+    speeds = [2.0, 2.0, 2.4, 2.2]
+    draws = ["drawn", "replayed", "redrawn", "redrawn"]
+    procs = [{**_proc(s, d), "pipelined_ms": [1.0] * 4, "eager_pipelined_ms": [s] * 4}
+             for s, d in zip(speeds, draws, strict=True)]
+    eager = {"variant": "eager", "status": "ok", "samples_ms": [1.0] * 10,
+             "processes": [{"samples_ms": [1.0] * 10, "block": 10}]}
+    result = {"variant": "default", "status": "ok", "processes": procs, "samples_ms": [1.0] * 40}
+    s = add_stats(dict(result), {"eager": eager, "default": result})["stats"]
+    assert s["pipelined_speedup"] == pytest.approx(s["speedup"], rel=1e-3)
+    assert s["pipelined_ci_low"] == pytest.approx(s["speedup_ci_low"], rel=1e-2)
+    by_draw = history_prior([(speeds, draws)])
+    apart = history_prior([speeds])
+    assert by_draw.df == 2 and apart.df == 3
+    assert by_draw.var == pytest.approx(np.var(np.log([2.0, 2.4, 2.2]), ddof=1))
+    # draws that do not line up with the speeds, or junk, leave the processes apart
+    assert history_prior([(speeds, draws[:3])]).df == 3
+    assert history_prior([(speeds, [True, [], "drawn", None])]).df == 3
+
+
+def test_a_redrawing_variant_borrows_only_from_earlier_runs_that_redrew(monkeypatch):
+    """Earlier runs that replayed one draw in every process would lend a spread without the
+    draw in it: on a GPU, default borrows only from runs whose processes redrew; max-autotune
+    (never redraws) borrows from all."""
+    import storage.history
+    from engine.orchestrate.execute import _variance_priors
+
+    redrew = ([2.0, 2.0, 2.4, 2.2], ["drawn", "replayed", "redrawn", "redrawn"])
+    replayed = ([2.0, 2.1, 1.9], ["drawn", "replayed", "replayed"])
+    found = {"default": [replayed], "max-autotune": [replayed]}
+    monkeypatch.setattr(storage.history, "recent_process_speedups", lambda *a, **k: found)
+    spec = {"model": "mlp", "device": "cuda", "backend": "inductor"}
+    priors = _variance_priors(None, spec, {"host": "h"}, print)
+    assert set(priors) == {"max-autotune"}
+    found["default"] = [replayed, redrew]
+    priors = _variance_priors(None, spec, {"host": "h"}, print)
+    assert priors["default"].df == 2  # the redrawing run alone, over its three draws

@@ -177,6 +177,7 @@ def test_speedup_ci_rejects_unpaired_or_bad_input():
         speedup_ci([1.0, 2.0], [1.0, 2.0], ci=1.5)
 
 
+@pytest.mark.host_timing
 def test_speedup_ci_is_fast_for_2000_replicates_of_1000_rounds():
     eager, compiled = _paired_rounds(np.random.default_rng(10), 1000, 1.2)
     speedup_ci(eager, compiled)  # first call pays for page faults of fresh buffers

@@ -15,7 +15,7 @@ per-call noise is about 2 % and autocorrelated.  The scenarios:
 * process effects that come in episodes (a fifth of the processes on a slow host state) rather
   than a normal spread; the truth is then the usual state's speedup;
 * kernel draws: the cold process and the first warm-cache one share one compile's autotuned
-  kernels, later processes draw anew (``engine.analysis.variant_stats.draw_units``).
+  kernels, later processes draw anew (``engine.analysis.stats.draw_units``).
 
 A 95 % interval must cover the truth in 90-98 % of the variants measured (below, it is not
 honest; above, it is padded), and no single variant of a mixed run may fall below 88 %.
@@ -35,6 +35,7 @@ import pytest
 from contract.schema import RunSpec
 from engine.analysis.stats import VariancePrior, rel_halfwidth, speedup_ci, stop_reason
 from engine.analysis.variant_stats import add_stats
+from engine.measure.autotune_draw import min_processes
 
 NOISE_SD = 0.02  # marginal sd of per-call noise (log scale)
 AR = 0.7  # lag-1 autocorrelation of that noise, call to call
@@ -117,7 +118,10 @@ def _simulated_run(rng: np.random.Generator, truth: list[float],
     the variants taking turns as the runner's do."""
     names = [f"v{i}" for i in range(len(truth))]
     makers = [_per_index(o) for o in offsets]
-    procs = {n: [make(rng, s, i) for i in range(K_MIN)]
+    # the runner's minimum: a variant that redraws gets a process more (autotune_draw)
+    need = {n: min_processes(K_MIN, K_MAX) if isinstance(o, KernelDraws) else K_MIN
+            for n, o in zip(names, offsets, strict=True)}
+    procs = {n: [make(rng, s, i) for i in range(need[n])]
              for n, s, make in zip(names, truth, makers, strict=True)}
     eager = {"variant": "eager", "status": "ok", "samples_ms": [1.0] * BLOCK,
              "processes": [{"samples_ms": [1.0] * BLOCK, "block": BLOCK}]}
@@ -129,7 +133,7 @@ def _simulated_run(rng: np.random.Generator, truth: list[float],
                 continue
             s = add_stats(dict(results[n]), results, history=history)["stats"]
             low, high = s["speedup_ci_low"], s["speedup_ci_high"]
-            if stop_reason(rel_halfwidth(low, high), len(procs[n]), min_processes=K_MIN,
+            if stop_reason(rel_halfwidth(low, high), len(procs[n]), min_processes=need[n],
                            max_processes=K_MAX, target_halfwidth=SPEC.target_halfwidth,
                            low=low, high=high):
                 active.discard(n)

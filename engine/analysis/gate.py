@@ -5,7 +5,8 @@ A change is called a **regression** only when it is both *real* and *large*:
 * **Speedup** (eager ÷ compiled per-call median).  *Real*: a one-sided **Welch t-test on the
   log per-process speedups** (``process_speedups`` of engine/analysis/stats.py: the process is the unit of
   replication, so the test's n is the number of measuring processes, never the number of
-  samples) at **α = 0.05** (``--alpha``), with each side's standard error and degrees of freedom
+  samples; where processes drew their autotuned kernels anew, the kernel draw is) at
+  **α = 0.05** (``--alpha``), with each side's standard error and degrees of freedom
   as its stored interval used them (``speedup_log_se``, ``speedup_df``: the variance shared with
   the run's other variants or the host's history where it agreed), so the gate and the shown
   interval judge alike; results stored before those figures use the per-process spread alone.  Each side's variance is floored at the squared

@@ -2,7 +2,9 @@
 duration (the CLI prints it, the dashboard's New run page shows it).
 
 Estimate: one eager process, then per compiled variant at least ``processes`` processes (two
-with ``warm_cache``; the adaptive count may add up to ``max_processes``), plus two more per
+with ``warm_cache``; four for a GPU variant that redraws its autotuned kernels,
+engine/measure/autotune_draw.variant_min_processes; the adaptive count may add up to
+``max_processes``), plus two more per
 compiled variant with ``startup``.  Seconds per process come from earlier runs of the same model
 on the same device (``storage.history.process_seconds``: the median) when there are any; else a
 guess from the spec's own budgets: a compile (``GUESS_COMPILE_S``, more for max-autotune) and

@@ -11,7 +11,8 @@ Method
 ------
 * A series is summarised by its **median** (robust to a preempted call) and **IQR**; it is flagged
   *noisy* when IQR / median > 10 %.
-* **Unit of replication: the process.**  Each compiled variant is measured in several fresh
+* **Unit of replication: the process** (the kernel draw where processes drew their autotuned
+  kernels anew: see "Kernel draws" below).  Each compiled variant is measured in several fresh
   processes (``processes`` in the spec, default 3), started one after another and interleaved in
   time with the other variants' processes.  Inside each process eager and compiled are timed in
   alternating *rounds*; a round holds a block of consecutive per-call samples of each.  A
@@ -295,6 +296,22 @@ def _cochran_p(r: np.ndarray, within_se: np.ndarray) -> float | None:
     return float(special.chdtrc(r.size - 1, q))
 
 
+def draw_units(draws: Sequence[Any]) -> list[int] | None:
+    """Which kernel draw each process measured, from the processes' stored ``autotune_draw``
+    (hostile: anything but the three words counts as a process of its own), as unit ids for
+    the interval, or None where every process counts on its own.
+
+    Where some processes drew their autotuned kernels anew ("redrawn",
+    engine/measure/autotune_draw.py), the cold compile's process ("drawn") and those that
+    replayed its choice ("replayed") measured one draw, and counting them apart would put the
+    draw outside the interval (docs/METHOD.md §2): they share one id.  Without a redraw no
+    process's draw differs from another's, and the processes stay the units."""
+    shared = [i for i, d in enumerate(draws) if d in ("drawn", "replayed")]
+    if "redrawn" not in draws or len(shared) < 2:
+        return None
+    return [shared[0] if d in ("drawn", "replayed") else i for i, d in enumerate(draws)]
+
+
 def unit_log_ratios(log_ratios: Sequence[float], units: Sequence[int] | None
                     ) -> np.ndarray:
     """The log speedup of each independent unit: processes that share a unit id (they measured
@@ -558,15 +575,21 @@ def break_even_calls(
 
 def history_prior(runs: Sequence[Any], source: str = "this host's earlier runs of this "
                   "configuration") -> VariancePrior | None:
-    """The variance prior from earlier runs' per-process speedups (one list per run, as stored:
-    hostile, so anything but a list of 2 to 64 positive finite numbers is skipped)."""
+    """The variance prior from earlier runs' per-process speedups: one list per run, or a
+    ``(speeds, draws)`` pair whose stored kernel draws group the processes into independent
+    units as a run's own interval does (``draw_units``).  As stored, hostile: anything but a
+    list of 2 to 64 positive finite numbers is skipped, draws that do not line up are ignored."""
     found: list[tuple[float, int]] = []
-    for speeds in runs:
+    for entry in runs:
+        speeds, draws = entry if isinstance(entry, tuple) and len(entry) == 2 else (entry, None)
         if not isinstance(speeds, list) or not 2 <= len(speeds) <= 64:
             continue
         if not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                    and math.isfinite(x) and 0 < x < 1e6 for x in speeds):
             continue
-        logs = np.log(np.asarray(speeds, dtype=np.float64))
-        found.append((float(logs.var(ddof=1)), len(speeds) - 1))
+        ok = isinstance(draws, list) and len(draws) == len(speeds)
+        logs = unit_log_ratios(np.log(np.asarray(speeds, dtype=np.float64)),
+                               draw_units(draws) if ok else None)
+        if logs.size >= 2:
+            found.append((float(logs.var(ddof=1)), logs.size - 1))
     return pooled_prior(found, source)

@@ -17,7 +17,8 @@ figures belong to the run and not to one variant:
   ``paired_eager_median_ms``.
 
 The interval's units are independent kernel draws: processes that replayed one compile's
-autotuned choice count once where others drew anew (``draw_units``).  The variance a variant may borrow (``engine.analysis.stats.moderated_variance``) comes from the caller's
+autotuned choice count once where others drew anew (``process_units``).  The variance a
+variant may borrow (``engine.analysis.stats.moderated_variance``) comes from the caller's
 history prior for that variant, else from the run's other compiled variants.  numpy and scipy
 only (no torch).
 """
@@ -37,6 +38,7 @@ from engine.analysis.stats import (
     as_samples,
     break_even_calls,
     decision,
+    draw_units,
     paired_speedup,
     pooled_prior,
     summarize,
@@ -78,20 +80,9 @@ def _processes(result: Result) -> list[ProcessResult]:
     return [p for p in procs if p.samples_ms]
 
 
-def draw_units(processes: list[ProcessResult]) -> list[int] | None:
-    """Which kernel draw each process measured, as unit ids for the interval, or None where
-    every process counts on its own.
-
-    Where some processes drew their autotuned kernels anew (``autotune_draw`` "redrawn",
-    engine/measure/autotune_draw.py), the cold compile's process ("drawn") and those that
-    replayed its choice ("replayed") measured one draw, and counting them apart would put the
-    draw outside the interval (docs/METHOD.md §2): they share one id.  Without a redraw no
-    process's draw differs from another's, and the processes stay the units, as before."""
-    draws = [p.autotune_draw for p in processes]
-    shared = [i for i, d in enumerate(draws) if d in ("drawn", "replayed")]
-    if "redrawn" not in draws or len(shared) < 2:
-        return None
-    return [shared[0] if d in ("drawn", "replayed") else i for i, d in enumerate(draws)]
+def process_units(processes: list[ProcessResult]) -> list[int] | None:
+    """The interval's unit of each process, from its stored kernel draw (``stats.draw_units``)."""
+    return draw_units([p.autotune_draw for p in processes])
 
 
 def process_rounds(processes: list[ProcessResult]) -> list[ProcessRounds]:
@@ -139,7 +130,7 @@ def _own_variance(result: Result) -> tuple[float, int] | None:
         return None
     procs = _processes(result)
     try:
-        r = unit_log_ratios([p.log_ratio() for p in process_rounds(procs)], draw_units(procs))
+        r = unit_log_ratios([p.log_ratio() for p in process_rounds(procs)], process_units(procs))
     except (ValueError, KeyError, TypeError):
         return None
     return (float(np.var(r, ddof=1)), len(r) - 1) if len(r) >= 2 else None
@@ -161,7 +152,7 @@ def _pipelined(stats: dict[str, Any], procs: list[ProcessResult], eager_pipe: fl
     """The throughput figures: pipelined calls of the same paired rounds, the same method."""
     try:
         pe = paired_speedup([ProcessRounds.from_samples(p.eager_pipelined_ms, p.pipelined_ms, 1)
-                             for p in procs], ci=ci)
+                             for p in procs], ci=ci, units=process_units(procs))
     except (ValueError, TypeError, KeyError):
         return  # no pipelined rounds (older results, a failed pass)
     stats.update(pipelined_speedup=pe.speedup, pipelined_ci_low=pe.low,
@@ -183,7 +174,7 @@ def _compiled_stats(stats: dict[str, Any], result: Result, eager_ms: float | Non
         return
     try:
         rounds = process_rounds(procs)
-        est = paired_speedup(rounds, prior=prior, ci=ci, units=draw_units(procs))
+        est = paired_speedup(rounds, prior=prior, ci=ci, units=process_units(procs))
     except ValueError:
         # Unpaired or broken series (not from this runner): the point estimate of the two
         # figures as read, never an interval that would claim a pairing that is not there.

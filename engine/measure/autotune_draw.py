@@ -57,8 +57,11 @@ def applies(run: Mapping[str, Any], variant: str) -> bool:
 def min_processes(k_min: int, k_max: int) -> int:
     """The fewest processes of a variant that redraws: enough for three independent draws
     where ``max_processes`` allows.  The cold process and the first warm-cache one share a
-    draw and count once in the interval (engine/analysis/variant_stats.draw_units), so three
-    processes would be two draws and a t quantile on one degree of freedom."""
+    draw and count once in the interval (engine/analysis/stats.draw_units), so three
+    processes would be two draws and a t quantile on one degree of freedom.  A minimum that
+    reaches no redraw (one or two processes, asked for a quick look) is left as asked."""
+    if k_min <= FIRST_REDRAW:
+        return k_min
     return max(k_min, min(FIRST_REDRAW + 2, k_max))
 
 

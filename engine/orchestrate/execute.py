@@ -279,6 +279,12 @@ def _variance_priors(db: Any, spec: dict[str, Any], env: dict[str, Any], log: Lo
     except Exception as e:
         log(f"the intervals start without history: {type(e).__name__}: {str(e)[:200]}")
         return None
+    from engine.measure.autotune_draw import applies
+
+    # A variant that redraws borrows only from runs that redrew too: earlier runs replayed
+    # one draw in every process and would lend it a spread without the draw in it.
+    found = {v: [r for r in runs if not applies(spec, v) or "redrawn" in r[1]]
+             for v, runs in found.items()}
     priors = {v: p for v, runs in found.items() if (p := history_prior(runs)) is not None}
     return priors or None
 

@@ -255,7 +255,8 @@ def run_variants(
     """Measure every variant of ``spec`` and return the results with statistics added.
 
     Eager runs once, in its own process.  Each compiled variant runs in at least
-    ``processes`` fresh processes (engine/analysis/stats.py: the process is the unit of replication):
+    ``processes`` fresh processes (engine/analysis/stats.py: the process is the unit of replication;
+    four where a GPU variant redraws its autotuned kernels, engine/measure/autotune_draw.py):
     the first on an empty inductor cache (the cold compile, warm-up curve, memory, profiler and
     graph-break report), the others on that cache (their first call is the warm-cache compile),
     each timing eager and the variant in paired rounds.  Processes of different variants take
