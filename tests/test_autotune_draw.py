@@ -413,3 +413,23 @@ def test_a_redrawing_variant_borrows_only_from_earlier_runs_that_redrew(monkeypa
     found["default"] = [replayed, redrew]
     priors = _variance_priors(None, spec, {"host": "h"}, print)
     assert priors["default"].df == 2  # the redrawing run alone, over its three draws
+
+
+def test_the_time_budget_never_ends_a_variant_below_its_own_minimum(monkeypatch):
+    """max-autotune reaches its three processes first and starts the further-process clock;
+    with no budget left, default (four for its draws) still gets its fourth, then stops."""
+    from engine.analysis import stats
+    from engine.orchestrate import runner
+    from engine.spec import normalise
+
+    spec = normalise({"model": "mlp", "device": "cuda", "process_budget_s": 0,
+                      "variants": ["eager", "default", "max-autotune"], "concurrency": 16})
+    run = runner._Run(spec, lambda *a: None, lambda r: None, lambda *a: None, None, None)
+    monkeypatch.setattr(run, "stats_of", lambda result: {"stats": {}})
+    monkeypatch.setattr(stats, "stop_reason", lambda *a, **k: None)  # never decided
+    run.results = {"default": {}, "max-autotune": {}}
+    run.done_count = {"default": 3, "max-autotune": 3}
+    assert run.stop_reason("max-autotune") == "time budget"
+    assert run.stop_reason("default") is None  # below its minimum of four
+    run.done_count["default"] = 4
+    assert run.stop_reason("default") == "time budget"

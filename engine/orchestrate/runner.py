@@ -203,7 +203,11 @@ class _Run:
                                    target_halfwidth=float(self.spec.get("target_halfwidth", 0)),
                                    low=low, high=high)
         budget = float(self.spec.get("process_budget_s", 0))
+        # The budget is for processes past a variant's own minimum, never below it: variants'
+        # minimums differ (a redrawing one needs a process more), and the clock starts when
+        # the first of them reaches its own.
         if (reason is None and self.extra_since is not None
+                and self.done_count[v] >= self.need[v]
                 and time.monotonic() - self.extra_since >= budget):
             reason = "time budget"
         return reason
