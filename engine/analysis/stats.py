@@ -322,20 +322,20 @@ def unit_log_ratios(log_ratios: Sequence[float], units: Sequence[int] | None
         return r
     if len(units) != r.size:
         raise ValueError(f"{len(units)} unit ids for {r.size} processes")
-    ids = list(dict.fromkeys(units))
-    return np.array([r[[i for i, u in enumerate(units) if u == g]].mean() for g in ids])
+    return np.array([r[g].mean() for g in _unit_groups(units)])
+
+
+def _unit_groups(units: Sequence[int]) -> list[list[int]]:
+    """The process indices of each unit, units in order of first appearance."""
+    return [[i for i, u in enumerate(units) if u == g] for g in dict.fromkeys(units)]
 
 
 def _unit_within(within: np.ndarray, units: Sequence[int] | None) -> np.ndarray:
     """Each unit's within-process standard error (that of the mean of its processes)."""
     if units is None:
         return within
-    ids = list(dict.fromkeys(units))
-    out = []
-    for g in ids:
-        w = within[[i for i, u in enumerate(units) if u == g]]
-        out.append(math.sqrt(float((w ** 2).sum())) / w.size)
-    return np.array(out)
+    return np.array([math.sqrt(float((within[g] ** 2).sum())) / len(g)
+                     for g in _unit_groups(units)])
 
 
 def paired_speedup(processes: Sequence[ProcessRounds], *, prior: VariancePrior | None = None,
