@@ -433,3 +433,46 @@ def test_the_time_budget_never_ends_a_variant_below_its_own_minimum(monkeypatch)
     assert run.stop_reason("default") is None  # below its minimum of four
     run.done_count["default"] = 4
     assert run.stop_reason("default") == "time budget"
+
+
+@pytest.mark.parametrize(("counts", "said"), [
+    ({}, None),  # the shipped defaults: four processes, three draws
+    ({"processes": 3, "max_processes": 3}, "two kernel draws"),
+    ({"processes": 2, "max_processes": 2}, "one kernel draw"),
+    ({"processes": 1, "max_processes": 1, "warm_cache": False}, "one kernel draw"),
+    ({"processes": 2, "max_processes": 4}, None),  # more processes may still come
+])
+def test_a_plan_of_fewer_than_three_draws_is_said(counts, said):
+    """A GPU run whose ``max_processes`` leaves its redrawing variants one or two kernel draws
+    gets a note naming them (valid as asked, so not refused); max-autotune, which replays,
+    and a CPU run get none."""
+    from engine.spec import normalise
+
+    spec = normalise({"model": "mlp", "device": "cuda", "variants": [
+        "eager", "default", "reduce-overhead", "max-autotune"], **counts})
+    note = autotune_draw.few_draws_note(spec)
+    if said is None:
+        assert note is None
+        return
+    assert said in note and "default, reduce-overhead " in note and "max-autotune" not in note
+    assert f"--max-processes {spec['max_processes']}" in note
+    assert autotune_draw.few_draws_note({**spec, "device": "cpu"}) is None
+    assert autotune_draw.few_draws_note({**spec, "variants": ["eager", "max-autotune"]}) is None
+
+
+def test_the_cli_says_so_before_the_run(tmp_path, monkeypatch, capsys):
+    """``engine run --max-processes 3`` on a GPU prints the note on stderr before queuing."""
+    from engine.cli import run as cli_run
+    from engine.cli.main import main
+    from engine.spec import normalise
+
+    # this host has no GPU: the spec is checked as the CLI does, less the device probe
+    monkeypatch.setattr(cli_run, "normalise",
+                        lambda raw, **kw: normalise(raw, **{**kw, "check_device": False}))
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    assert main(["run", "--model", "mlp", "--device", "cuda", "--queue", "--db", db,
+                 "--processes", "3", "--max-processes", "3"]) == 0
+    err = capsys.readouterr().err
+    assert "note: --max-processes 3 leaves default two kernel draws" in err
+    assert main(["run", "--model", "mlp", "--device", "cuda", "--queue", "--db", db]) == 0
+    assert "kernel draw" not in capsys.readouterr().err

@@ -53,8 +53,7 @@ def plan(spec: Mapping[str, Any], history: Mapping[str, list[float]] | None = No
     """The count and the duration range of ``spec`` (a normalised RunSpec)."""
     variants = list(spec["variants"])
     compiled = [v for v in variants if v != "eager"]
-    k_min = max(int(spec.get("processes", 1)), 2 if spec.get("warm_cache", True) else 1)
-    k_max = max(int(spec.get("max_processes", k_min)), k_min)
+    k_min, k_max = autotune_draw.process_bounds(spec)
     extra = 2 if spec.get("startup") else 0
     hist = history or {}
     timing = 2 * float(spec.get("max_time_s", 10.0)) + GUESS_SETUP_S

@@ -361,6 +361,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = normalise(raw, check_device=not args.slurm, check_factory=True,
                      allow_user_models=True)
     marks.append(("spec and device check", process_age_s()))
+    from engine.measure.autotune_draw import few_draws_note
+
+    if note_line := few_draws_note(spec):
+        print(f"note: {note_line}", file=sys.stderr)
     from storage import open_database, queue
 
     db = open_database(args.db, lasting=True)

@@ -71,6 +71,37 @@ def variant_min_processes(run: Mapping[str, Any], variant: str, k_min: int, k_ma
     return min_processes(k_min, k_max) if applies(run, variant) else k_min
 
 
+def process_bounds(spec: Mapping[str, Any]) -> tuple[int, int]:
+    """(fewest, most) processes per compiled variant that ``spec`` asks for: ``processes``, at
+    least two with ``warm_cache`` (a cold and a warm-cache one), up to ``max_processes``.  The
+    runner's plan and the grid's estimate both start from these."""
+    k_min = max(int(spec.get("processes", 1)), 2 if spec.get("warm_cache", True) else 1)
+    return k_min, max(int(spec.get("max_processes", k_min)), k_min)
+
+
+def draws(processes: int) -> int:
+    """Independent kernel draws among a redrawing variant's first ``processes`` processes: the
+    cold one and the first warm-cache one share one."""
+    return 1 + max(0, processes - FIRST_REDRAW)
+
+
+def few_draws_note(spec: Mapping[str, Any]) -> str | None:
+    """A line for the user where ``spec``'s process counts leave a redrawing variant at most
+    two kernel draws at its most processes, so its interval would rest on one draw (it cannot
+    cover the spread between cold compiles) or on a t quantile with one degree of freedom; None
+    otherwise.  Valid as asked, so said rather than refused."""
+    k_min, k_max = process_bounds(spec)
+    few = [v for v in spec.get("variants", ()) if v != "eager" and applies(spec, v)]
+    if not few or draws(k_max) >= 3:
+        return None
+    n = draws(k_max)
+    what = ("one kernel draw (the cold compile's, replayed): their intervals leave out how much "
+            "cold compiles differ" if n == 1 else
+            "two kernel draws: their intervals rest on one degree of freedom and will be wide")
+    return (f"--max-processes {k_max} leaves {', '.join(few)} {what}; "
+            f"{FIRST_REDRAW + 2} processes give three draws (docs/METHOD.md §2)")
+
+
 def asked(phase: str, index: int) -> bool:
     """Whether the runner asks process ``index`` (of ``phase``) to draw anew."""
     return phase == "warm_cache" and index >= FIRST_REDRAW

@@ -46,8 +46,7 @@ class _Run:
         self.on_progress, self.on_result, self.on_artifact = on_progress, on_result, on_artifact
         self.variants = list(spec["variants"])
         self.compiled = [v for v in self.variants if v != "eager"]
-        self.k_min = max(int(spec.get("processes", 1)), 2 if spec.get("warm_cache", True) else 1)
-        self.k_max = max(int(spec.get("max_processes", self.k_min)), self.k_min)
+        self.k_min, self.k_max = autotune_draw.process_bounds(spec)
         self.concurrency, self.compile_slots = resolve(
             int(spec.get("concurrency") or 0),
             spec_compile_slots=int(spec.get("compile_slots") or 0))
