@@ -108,13 +108,20 @@ def test_kill_9_of_a_worker_then_worker_once_recovers_and_runs_it(tmp_path):
     w = subprocess.Popen([sys.executable, "-m", "engine", "worker", "--db", url, "--poll", "0.2"],
                          cwd=ROOT, env=env, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        _wait(lambda: _children(w.pid), 60, "the measuring child")
+        kids = _wait(lambda: _children(w.pid), 60, "the measuring child")
+        # the measuring child, the process server it was forked from, the resource tracker
+        left = psutil.Process(w.pid).children(recursive=True)
         w.kill()
         w.wait(10)
     finally:
         if w.poll() is None:
             w.kill()
     assert _status(url, run_id)[0] == "running"
+    # Nothing the killed worker started lives on: the child held the server's liveness pipe
+    # open and waited at its gate forever, and the server with it.
+    assert {k.pid for k in kids} <= {p.pid for p in left}
+    _gone, alive = psutil.wait_procs(left, timeout=20)
+    assert not alive, [" ".join(p.cmdline())[:160] for p in alive]
     # The next run of this run measures 20 s again; make it short by rewriting the budget.
     from sqlalchemy import update
 

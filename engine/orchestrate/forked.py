@@ -22,7 +22,7 @@ would only delay the server, and so the run's first child.
 
 A forked child behaves like the old one: its own session and process group (``os.setsid``),
 killed with its parent (``PR_SET_PDEATHSIG``; its parent is the server, which exits when the
-runner dies), its own environment (the runner's, with the cache directory set), stdout and
+runner dies: ``_release_server``), its own environment (the runner's, with the cache directory set), stdout and
 stderr in files, one JSON result file.  ``COMPILELAB_FORKSERVER=0`` turns it off (the child is
 then started with ``python -m engine.measure.child``, as before).
 """
@@ -209,15 +209,36 @@ def _default_start_method() -> None:
     multiprocessing.set_start_method(None, force=True)
 
 
+def _release_server() -> None:
+    """In a fork: close the write end of the server's liveness pipe, which ``multiprocessing``
+    hands every process it forks.  The server exits only when no process holds that end, so
+    with it a child waiting at a gate outlived a runner killed with SIGKILL, and kept the
+    server (and the command's resource tracker) alive with it, forever.  Without it the server
+    exits with the runner, and this child, whose parent the server is, gets its
+    ``PR_SET_PDEATHSIG``."""
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if isinstance(fd, int):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        server._forkserver_alive_fd = None  # type: ignore[union-attr]
+
+
 def _child_main(argv: list[str], env: dict[str, str], stdout: str, stderr: str,
                 name: str, compiler: bool = False) -> None:
     """Runs in the fork: become a process like the old child, then measure (never returns)."""
     t0 = time.perf_counter()
+    server = os.getppid()
     os.setsid()  # own process group: the runner can end it with everything it started
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+    _release_server()
+    if os.getppid() != server:  # the server (and so the runner) ended before the signal was set
+        os._exit(1)
     os.environ.clear()
     os.environ.update(env)
     for fd, path in ((1, stdout), (2, stderr)):
