@@ -363,7 +363,8 @@ FIGURES: tuple[Figure, ...] = (
     _s("speedup_spread", "float", "process spread",
        "standard deviation of the per-process log speedups (0.1 ≈ 10 %)", column=False),
     _s("within_process_spread", "float", None,
-       "RMS within-process standard error of the log speedup", column=False),
+       "RMS within-process standard error of the log speedup (over kernel draws where processes "
+       "drew anew: each draw's that of its processes' mean)", column=False),
     _s("disagree_p", "float", None, "Cochran's Q p-value over processes (kernel draws where drawn anew)",
        column=False),
     _s("processes_disagree", "bool", "processes disagree", column=False),
