@@ -235,8 +235,11 @@ def test_a_job_slurm_requeues_starts_again_and_finishes_the_run(cluster):
     cluster.running(rid)
     job = str(cluster.jobs[0])
     subprocess.run(["scontrol", "requeue", job], check=True, timeout=30)  # as a preemption does
-    waiting = cluster.wait(rid, lambda r: r["status"] == "queued", "to be queued again", 60)
-    assert waiting["slurm"]["state"] == "PENDING" and waiting["slurm"]["restarts"] == 1
+    # The run is queued again at once; its job passes through COMPLETING (Slurm ending the old
+    # allocation's processes) before it is PENDING, for as long as those take to end.
+    waiting = cluster.wait(rid, lambda r: r["status"] == "queued"
+                           and r["slurm"]["state"] == "PENDING", "to be queued again", 60)
+    assert waiting["slurm"]["restarts"] == 1
     # Slurm holds a requeued job back two minutes (BeginTime); let it start now.
     subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], check=True, timeout=30)
     run = cluster.wait_final(rid, timeout=300)
