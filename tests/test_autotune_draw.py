@@ -476,3 +476,17 @@ def test_the_cli_says_so_before_the_run(tmp_path, monkeypatch, capsys):
     assert "note: --max-processes 3 leaves default two kernel draws" in err
     assert main(["run", "--model", "mlp", "--device", "cuda", "--queue", "--db", db]) == 0
     assert "kernel draw" not in capsys.readouterr().err
+
+
+def test_a_suite_says_so_for_each_run_it_concerns(tmp_path, capsys):
+    """``engine suite run`` prints the note for each queued run whose counts leave few draws."""
+    from engine.cli.main import main
+
+    suite = tmp_path / "s.toml"
+    suite.write_text('name = "draws"\n[defaults]\nmodel = "mlp"\ndevice = "cuda"\n'
+                     '[[configs]]\nmax_processes = 3\nprocesses = 3\n[[configs]]\n')
+    assert main(["suite", "run", str(suite), "--queue", "--db",
+                 f"sqlite:///{tmp_path / 's.db'}"]) == 0
+    err = capsys.readouterr().err
+    assert "note: run 1 (mlp): max_processes = 3 leaves default two kernel draws" in err
+    assert "run 2" not in err.replace("queued runs 1, 2", "")

@@ -53,6 +53,11 @@ def _run(args: argparse.Namespace) -> int:
     db = open_database(args.db, lasting=True)
     ids = [enqueue_run(db, spec, tags=tags, note=f"suite {suite.name}") for spec in suite.specs]
     print(f"suite {suite.name}: queued runs {', '.join(map(str, ids))}", file=sys.stderr)
+    from engine.measure.autotune_draw import few_draws_note
+
+    for run_id, spec in zip(ids, suite.specs, strict=True):
+        if note := few_draws_note(spec, setting="max_processes ="):
+            print(f"note: run {run_id} ({spec['model']}): {note}", file=sys.stderr)
     failed = 0
     if not args.queue:
         for run_id, spec in zip(ids, suite.specs, strict=True):

@@ -85,11 +85,12 @@ def draws(processes: int) -> int:
     return 1 + max(0, processes - FIRST_REDRAW)
 
 
-def few_draws_note(spec: Mapping[str, Any]) -> str | None:
+def few_draws_note(spec: Mapping[str, Any], setting: str = "--max-processes") -> str | None:
     """A line for the user where ``spec``'s process counts leave a redrawing variant at most
     two kernel draws at its most processes, so its interval would rest on one draw (it cannot
     cover the spread between cold compiles) or on a t quantile with one degree of freedom; None
-    otherwise.  Valid as asked, so said rather than refused."""
+    otherwise.  Valid as asked, so said rather than refused.  ``setting``: how the caller's
+    user wrote the limit (the CLI's flag, a suite file's key)."""
     k_min, k_max = process_bounds(spec)
     few = [v for v in spec.get("variants", ()) if v != "eager" and applies(spec, v)]
     if not few or draws(k_max) >= 3:
@@ -98,7 +99,7 @@ def few_draws_note(spec: Mapping[str, Any]) -> str | None:
     what = ("one kernel draw (the cold compile's, replayed): their intervals leave out how much "
             "cold compiles differ" if n == 1 else
             "two kernel draws: their intervals rest on one degree of freedom and will be wide")
-    return (f"--max-processes {k_max} leaves {', '.join(few)} {what}; "
+    return (f"{setting} {k_max} leaves {', '.join(few)} {what}; "
             f"{FIRST_REDRAW + 2} processes give three draws (docs/METHOD.md §2)")
 
 
