@@ -91,7 +91,7 @@ def few_draws_note(spec: Mapping[str, Any], setting: str = "--max-processes") ->
     cover the spread between cold compiles) or on a t quantile with one degree of freedom; None
     otherwise.  Valid as asked, so said rather than refused.  ``setting``: how the caller's
     user wrote the limit (the CLI's flag, a suite file's key)."""
-    k_min, k_max = process_bounds(spec)
+    k_max = process_bounds(spec)[1]
     few = [v for v in spec.get("variants", ()) if v != "eager" and applies(spec, v)]
     if not few or draws(k_max) >= 3:
         return None

@@ -22,8 +22,8 @@ would only delay the server, and so the run's first child.
 
 A forked child behaves like the old one: its own session and process group (``os.setsid``),
 killed with its parent (``PR_SET_PDEATHSIG``; its parent is the server, which exits when the
-runner dies: ``_release_server``), its own environment (the runner's, with the cache directory set), stdout and
-stderr in files, one JSON result file.  ``COMPILELAB_FORKSERVER=0`` turns it off (the child is
+runner dies: ``_release_server``), its own environment (the runner's, with the cache directory
+set), stdout and stderr in files, one JSON result file.  ``COMPILELAB_FORKSERVER=0`` turns it off (the child is
 then started with ``python -m engine.measure.child``, as before).
 """
 
