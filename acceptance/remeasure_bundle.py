@@ -16,14 +16,15 @@ exit 1 when a bar is missed.
 ``plan`` picks the positions that keep the bundle's set of models, steps and modes (for each
 configuration, contract/config_key.py, the fewest runs whose variants cover all of that
 configuration's variants, so repeats of one configuration are measured once) and packs them into
-``--only`` slices that each fit ``--budget-s`` by the runs' last durations.
+``--only`` slices that each fit ``--budget-s`` by the runs' last durations, scaled by the
+processes today's defaults plan over those they were measured with (``estimate_s``).
 
 ``run`` measures the bundle's runs named by ``--only`` (1-based positions in the bundle) through
 the engine's own path (validate, queue, claim, execute, store), each with the run's own model,
 shapes, dtype, step and variants and today's measuring defaults (processes, time budgets,
 stop rule: the point of re-measuring), tagged ``remeasure`` and ``remeasure-N``. A bundle is
 read like any other outside file: each spec goes through the one validator first. A run whose
-last measurement took longer than the time left is skipped and said so, so a slice fits a
+estimate is longer than the time left is skipped and said so, so a slice fits a
 10-minute command; ``--slice-out`` also writes them as a bundle, so a slice measured on a lent
 machine that keeps nothing can be committed (data/remeasure/) and joined later. ``write`` puts the re-measured runs, from one or several such databases or slice
 bundles, into one bundle in the original order; a position never re-measured is reported, not filled with the
@@ -123,6 +124,41 @@ def _took_s(run: dict[str, Any]) -> float:
         return 0.0
 
 
+def _old_processes(run: dict[str, Any]) -> list[tuple[str, int]]:
+    """(variant, processes it was measured with) of each compiled variant that recorded them."""
+    out = []
+    for v in run.get("variants") or []:
+        if not isinstance(v, dict) or v.get("variant") in (None, "eager"):
+            continue
+        fig = {**v, **(v.get("stats") if isinstance(v.get("stats"), dict) else {})}
+        n = fig.get("n_processes")
+        extra = v.get("extra") if isinstance(v.get("extra"), dict) else {}
+        if not (isinstance(n, int) and not isinstance(n, bool)):  # older bundles: the list
+            n = len(extra["processes"]) if isinstance(extra.get("processes"), list) else 0
+        if n > 0:
+            out.append((str(v["variant"]), n))
+    return out
+
+
+def estimate_s(run: dict[str, Any], device: str | None = "cuda") -> float:
+    """Seconds a re-measure of ``run`` should take: its last duration times ``run``'s margin of
+    1.2, and times the processes today's defaults plan over those it was measured with where
+    that is more (a variant that redraws its kernels now gets four: engine/measure/
+    autotune_draw.py), so a slice planned from runs measured with two processes still fits.
+    An upper bound: a run's processes partly overlap (engine/orchestrate/schedule.py)."""
+    from engine.measure.autotune_draw import process_bounds, variant_min_processes
+    from engine.spec import SpecError
+
+    took, old = _took_s(run), _old_processes(run)
+    try:
+        spec = today_spec(run.get("spec") or {}, device)
+    except SpecError:
+        return 1.2 * took
+    k_min, k_max = process_bounds(spec)
+    new = sum(variant_min_processes(spec, v, k_min, k_max) for v, _ in old)
+    return 1.2 * took * max(1.0, new / sum(n for _, n in old)) if old else 1.2 * took
+
+
 def cover(runs: list[dict[str, Any]]) -> list[int]:
     """Positions (1-based) that keep every configuration's variants: per config key, greedily
     the run adding the most variants not yet covered, the shorter on a tie."""
@@ -146,11 +182,12 @@ def cover(runs: list[dict[str, Any]]) -> list[int]:
 
 
 def slices(runs: list[dict[str, Any]], positions: list[int], budget_s: float) -> list[list[int]]:
-    """``positions`` packed first-fit, longest first, into slices whose runs' last durations
-    (times ``run``'s margin of 1.2) fit ``budget_s``; a run longer than that is a slice alone."""
+    """``positions`` packed first-fit, longest first, into slices whose runs' estimates
+    (``estimate_s``) fit ``budget_s``; a run longer than that is a slice alone."""
     packed: list[tuple[float, list[int]]] = []
-    for n in sorted(positions, key=lambda n: -_took_s(runs[n - 1])):
-        need = 1.2 * _took_s(runs[n - 1])
+    need_s = {n: estimate_s(runs[n - 1]) for n in positions}
+    for n in sorted(positions, key=lambda n: -need_s[n]):
+        need = need_s[n]
         i = next((i for i, (used, _) in enumerate(packed) if used + need <= budget_s), None)
         if i is None:
             packed.append((need, [n]))
@@ -167,8 +204,10 @@ def plan(args: argparse.Namespace) -> int:
           f"(last took {total:.0f} s together)")
     for members in slices(runs, keep, args.budget_s):
         took = sum(_took_s(runs[n - 1]) for n in members)
+        need = sum(estimate_s(runs[n - 1]) for n in members)
         models = ", ".join(str((runs[n - 1].get("spec") or {}).get("model")) for n in members)
-        print(f"  --only {','.join(map(str, members))}  ({took:.0f} s last time: {models})")
+        print(f"  --only {','.join(map(str, members))}  ({took:.0f} s last time, about "
+              f"{need:.0f} s now with the margin: {models})")
     return 0
 
 
@@ -187,9 +226,10 @@ def run_slice(args: argparse.Namespace) -> int:
             bad += 1
             continue
         old = runs[n - 1]
-        left, estimate = args.budget_s - (time.monotonic() - t0), 1.2 * _took_s(old)
+        left, estimate = args.budget_s - (time.monotonic() - t0), estimate_s(old, args.device)
         if estimate > left:
-            print(f"{n}: SKIPPED (last took {_took_s(old):.0f} s, {left:.0f} s left)")
+            print(f"{n}: SKIPPED (last took {_took_s(old):.0f} s, about {estimate:.0f} s now "
+                  f"with the margin, {left:.0f} s left)")
             continue
         try:
             spec = today_spec(old.get("spec") or {}, args.device)

@@ -99,7 +99,7 @@ def test_plan_keeps_every_configurations_variants_in_slices_that_fit(capsys):
     packed = remeasure_bundle.slices(runs, keep, 540.0)
     assert sorted(n for s in packed for n in s) == keep
     for members in packed:
-        assert sum(1.2 * remeasure_bundle._took_s(runs[n - 1]) for n in members) <= 540.0
+        assert sum(remeasure_bundle.estimate_s(runs[n - 1]) for n in members) <= 540.0
     assert remeasure_bundle.main(["plan", "--bundle", str(ROOT / "data" / "h200_bundle.json")]) == 0
     assert "18 of 36 runs keep every configuration's variants" in capsys.readouterr().out
 
@@ -112,3 +112,20 @@ def test_a_hostile_or_missing_slice_is_refused_in_one_line(tmp_path):
             remeasure_bundle.main(["write", "--bundle", str(ROOT / "data" / "h200_bundle.json"),
                                    "--slice", str(path), "--out", str(tmp_path / "o.json")])
     assert not (tmp_path / "o.json").exists()
+
+
+def test_a_run_measured_with_fewer_processes_than_today_plans_is_estimated_longer():
+    """llama_decode's run 28 was measured with two processes of its compiled variant; today a
+    GPU variant that redraws its kernels gets four: its estimate is its last duration times the
+    margin and twice the processes.  A run measured with as many keeps the margin alone."""
+    runs = remeasure_bundle.load_bundle(str(ROOT / "data" / "h200_bundle.json"))
+    old = remeasure_bundle._old_processes(runs[27])
+    assert old and {n for _, n in old} == {2}
+    took = remeasure_bundle._took_s(runs[27])
+    assert remeasure_bundle.estimate_s(runs[27]) == pytest.approx(1.2 * took * 2)
+    four = {**runs[27], "variants": [
+        {**v, "extra": {**v["extra"], "processes": [{}] * 4}} if v["variant"] != "eager" else v
+        for v in runs[27]["variants"]]}
+    assert remeasure_bundle.estimate_s(four) == pytest.approx(1.2 * took)
+    hostile = {**runs[27], "spec": {"model": "no such model"}}
+    assert remeasure_bundle.estimate_s(hostile) == pytest.approx(1.2 * took)
