@@ -80,10 +80,21 @@ def compiled_intervals(runs: list[dict[str, Any]]
                                                       "speedup_ci_high"))
             if s is None or lo is None or hi is None or s <= 0 or hi < lo:
                 continue
-            n = fig.get("n_processes")
             out.append((f"{i}:{model}:{v.get('variant')}", s, (hi - lo) / 2 / s, lo <= 1 <= hi,
-                        int(n) if isinstance(n, int) and not isinstance(n, bool) else None))
+                        _processes_of(v)))
     return out
+
+
+def _processes_of(variant: dict[str, Any]) -> int | None:
+    """How many processes measured a bundle's variant: its ``n_processes`` (at the top or under
+    ``stats``), else, in older bundles, the length of its stored process list; None if neither."""
+    fig = {**variant, **(variant.get("stats") if isinstance(variant.get("stats"), dict) else {})}
+    n = fig.get("n_processes")
+    if isinstance(n, int) and not isinstance(n, bool):
+        return n
+    extra = variant.get("extra") if isinstance(variant.get("extra"), dict) else {}
+    procs = extra.get("processes")
+    return len(procs) if isinstance(procs, list) and procs else None
 
 
 def check(path: str) -> int:
@@ -130,12 +141,7 @@ def _old_processes(run: dict[str, Any]) -> list[tuple[str, int]]:
     for v in run.get("variants") or []:
         if not isinstance(v, dict) or v.get("variant") in (None, "eager"):
             continue
-        fig = {**v, **(v.get("stats") if isinstance(v.get("stats"), dict) else {})}
-        n = fig.get("n_processes")
-        extra = v.get("extra") if isinstance(v.get("extra"), dict) else {}
-        if not (isinstance(n, int) and not isinstance(n, bool)):  # older bundles: the list
-            n = len(extra["processes"]) if isinstance(extra.get("processes"), list) else 0
-        if n > 0:
+        if (n := _processes_of(v)) is not None and n > 0:
             out.append((str(v["variant"]), n))
     return out
 
