@@ -131,3 +131,25 @@ def test_a_run_measured_with_fewer_processes_than_today_plans_is_estimated_longe
     assert remeasure_bundle.estimate_s(four) == pytest.approx(1.2 * took)
     hostile = {**runs[27], "spec": {"model": "no such model"}}
     assert remeasure_bundle.estimate_s(hostile) == pytest.approx(1.2 * took)
+
+
+@pytest.mark.parametrize(("variant", "n"), [
+    ({"variant": "default", "stats": {"n_processes": 4}}, 4),
+    ({"variant": "default", "n_processes": 3, "extra": {"processes": [{}] * 2}}, 3),
+    ({"variant": "default", "extra": {"processes": [{}, {}]}}, 2),
+    ({"variant": "default", "stats": {"n_processes": True}, "extra": {"processes": "xx"}}, None),
+    ({"variant": "default", "stats": {"n_processes": "4"}, "extra": []}, None),
+    ({"variant": "default", "stats": "junk", "extra": {"processes": []}}, None),
+])
+def test_a_variants_process_count_is_read_from_what_the_bundle_holds(variant, n):
+    """A bundle is hostile: only an integer count or a stored process list counts."""
+    assert remeasure_bundle._processes_of(variant) == n
+
+
+def test_hostile_process_counts_never_shrink_or_break_an_estimate():
+    runs = remeasure_bundle.load_bundle(str(ROOT / "data" / "h200_bundle.json"))
+    took = remeasure_bundle._took_s(runs[27])
+    for junk in (-3, 0, 10 ** 9, "4", None):
+        run = {**runs[27], "variants": [{**v, "stats": {"n_processes": junk}, "extra": {}}
+                                        for v in runs[27]["variants"]]}
+        assert remeasure_bundle.estimate_s(run) >= 1.2 * took
