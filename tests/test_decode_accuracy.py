@@ -111,6 +111,10 @@ def test_tokens_per_s_speedups_are_against_the_runs_one_eager():
         "generations)" in text
     assert f"tokens/s {400.0 / eager:.2f}x vs the run's eager" in text
     assert "2.78x paired in its own process" in text  # 400 / 144
+    # eager's own line says how it reads against the run's eager, so no reader divides a
+    # compiled row by it
+    assert f"eager: TTFT 1.00 ms, 1.000 ms/token (p90 -), 100.0 tokens/s (100.0 decoding " \
+        f"alone); {100.0 / eager:.2f}x the run's eager in its own process" in text
 
 
 def test_report_states_the_tolerance_and_the_memory():
@@ -135,3 +139,17 @@ def test_report_states_the_tolerance_and_the_memory():
 def test_a_small_cache_reads_in_kib_not_zero_mib():
     mem = {"weights_bytes": 8 * 2**20, "kv_cache_bytes": 7168}
     assert "KV cache 7 KiB" in decode_report.memory_line("eager", mem)
+
+
+def test_show_json_gives_each_generation_speedup_over_the_one_eager_it_shows():
+    """``show --json``'s ``generation``: every row's vs_run_eager_x is its tokens/s over the
+    run_eager_tokens_per_s beside it, eager's own row included; nothing for a run without."""
+    rows = [_row("eager", 100.0), _row("default", 200.0, 64.0),
+            _row("reduce-overhead", 400.0, 144.0)]
+    out = decode_report.summary(rows)["decode"]
+    assert out["eager_processes"] == 3
+    for name, v in out["variants"].items():
+        assert v["vs_run_eager_x"] == pytest.approx(v["tokens_per_s"]
+                                                    / out["run_eager_tokens_per_s"]), name
+    assert out["variants"]["eager"]["vs_run_eager_x"] != 1.0
+    assert decode_report.summary([{"variant": "eager", "median_ms": 1.0}]) == {}

@@ -53,6 +53,22 @@ def speedup_vs_run_eager(rows: list[dict[str, Any]], row: dict[str, Any], key: s
     return mine / eager if mine is not None and eager else None
 
 
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``show --json``'s generation figures per path: the run's eager tokens/s (and over how
+    many processes) and every generating variant's tokens/s over it, eager's row included, so
+    each speedup is its row's tokens/s over the one eager shown. Empty without generation."""
+    out: dict[str, Any] = {}
+    for key, _ in PATHS:
+        eager, n = run_eager(rows, key, "tokens_per_s")
+        per = {r["variant"]: {"tokens_per_s": r[key].get("tokens_per_s"),
+                              "vs_run_eager_x": speedup_vs_run_eager(rows, r, key,
+                                                                     "tokens_per_s")}
+               for r in rows if isinstance(r.get(key), dict) and not r[key].get("error")}
+        if per:
+            out[key] = {"run_eager_tokens_per_s": eager, "eager_processes": n, "variants": per}
+    return out
+
+
 def _mib(v: Any) -> str:
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return "-"
@@ -115,14 +131,18 @@ def _lines(rows: list[dict[str, Any]], key: str, title: str) -> list[str]:
                        f"{d.get('warmup_generations')} warm-up ones; the run's eager "
                        f"{_f(eager, '{:.1f}')} tokens/s (geometric mean of {n} processes' "
                        "eager generations)):")
+        vs_run = speedup_vs_run_eager(rows, r, key, "tokens_per_s")
         text = (f"    {r['variant']}: TTFT {_f(d.get('ttft_ms'), '{:.2f}')} ms, "
                 f"{_f(d.get('per_token_ms'), '{:.3f}')} ms/token "
                 f"(p90 {_f(d.get('per_token_p90_ms'), '{:.3f}')}), "
                 f"{_f(d.get('tokens_per_s'), '{:.1f}')} tokens/s "
                 f"({_f(d.get('decode_tokens_per_s'), '{:.1f}')} decoding alone)")
+        if r.get("variant") == "eager":
+            # Eager's own process is one of the processes the run's eager is formed from, so it
+            # reads off that figure; said, so nobody divides a compiled row by this one.
+            text += (f"; {_f(vs_run, '{:.2f}x')} the run's eager in its own process")
         if isinstance(d.get("eager"), dict):
             be = d.get("break_even_tokens")
-            vs_run = speedup_vs_run_eager(rows, r, key, "tokens_per_s")
             text += (f"; tokens/s {_f(vs_run, '{:.2f}x')} vs the run's eager, "
                      f"{_f(d.get('tokens_per_s_speedup'), '{:.2f}x')} paired in its own "
                      f"process; TTFT {_f(d.get('ttft_speedup'), '{:.2f}x')} (paired); compile "

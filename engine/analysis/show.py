@@ -123,6 +123,7 @@ def run_json(db: Any, run_id: int) -> dict[str, Any]:
     run["slurm"] = job_of(db, run_id)  # its Slurm job (engine/slurm/), None for other runs
     run["slurm_job_id"] = run["slurm"]["job_id"] if run["slurm"] else None
     run["earlier_runs"] = earlier_runs(db, run_id, run.get("spec"), run["variants"])
+    run["generation"] = decode_report.summary(run["variants"])  # tokens/s against the run's one eager
     return run
 
 
