@@ -265,6 +265,7 @@ def _write_slice(db: Any, run_ids: list[int], path: Path) -> None:
 def _sources(args: argparse.Namespace, scratch: Path) -> list[str]:
     """Database URLs to read re-measured runs from: ``--db`` as given, and the ``--slice``
     bundles imported (through the bundle validator) into one scratch SQLite database."""
+    import engine.spec  # noqa: F401  installs the spec validator import_bundle checks with
     from storage import import_bundle, open_database
 
     urls = list(args.db or [])

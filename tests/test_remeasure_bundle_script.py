@@ -4,6 +4,7 @@ again with today's protocol, a hostile spec refused, the new bundle written in o
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -84,6 +85,14 @@ def test_run_then_write_in_the_bundles_order(tmp_path, capsys):
     assert remeasure_bundle.main(["write", "--bundle", str(bundle), "--slice", str(sliced),
                                   "--out", str(joined)]) == 0
     assert json.loads(joined.read_text())["runs"][0]["variants"] == written["runs"][0]["variants"]
+    # and so in a fresh interpreter, as a session joins the slices it committed: nothing else
+    # has installed the spec validator there
+    fresh = tmp_path / "fresh.json"
+    done = subprocess.run([sys.executable, str(ROOT / "acceptance" / "remeasure_bundle.py"),
+                           "write", "--bundle", str(bundle), "--slice", str(sliced),
+                           "--out", str(fresh)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(fresh.read_text())["runs"][0]["variants"] == written["runs"][0]["variants"]
 
 
 def test_plan_keeps_every_configurations_variants_in_slices_that_fit(capsys):
