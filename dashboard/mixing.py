@@ -145,7 +145,7 @@ def repeat_notice(runs: pd.DataFrame, variants: pd.DataFrame) -> str | None:
             recs = g.sort_values("run_id").to_dict("records")
             for a, b in itertools.combinations(recs, 2):
                 if repeat.apart(a, b):
-                    why = repeat.kernels_moved(a, b)
+                    why = repeat.cause(a, b)
                     said.append(f"{variant} {repeat.figure(a)} in #{a['run_id']} against "
                                 f"{repeat.figure(b)} in "
                                 f"#{b['run_id']} ({_rel(a, b)} apart"

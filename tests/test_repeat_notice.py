@@ -110,3 +110,47 @@ def test_kernels_moved_only_where_eager_held_and_the_figures_are_numbers():
     assert repeat.kernels_moved(a, {**b, "eager_device_busy_ms_per_call": 0.80}) is None  # host
     for bad in (None, "1.25", float("nan"), -1.0, True):
         assert repeat.kernels_moved(a, {**b, "device_busy_ms_per_call": bad}) is None
+
+
+# the H200's BERT-base runs 2 and 3 (2026-12-07): reduce-overhead's compiled call held, the
+# run's eager moved with the host
+RUN2 = {"median_ms": 1.2635, "eager_median_ms": 5.0086}
+RUN3 = {"median_ms": 1.2355, "eager_median_ms": 4.2281}
+
+
+def test_eager_moved_where_eager_moved_and_the_compiled_call_held():
+    said = repeat.eager_moved(RUN2, RUN3)
+    assert said.startswith("eager took 5.009 and 4.228 ms per call, 18.5 % apart, while the "
+                           "compiled call held within 2.3 % (1.264 and 1.236 ms)")
+    assert repeat.eager_moved(RUN2, {**RUN3, "median_ms": 1.10}) is None  # compiled moved too
+    assert repeat.eager_moved(RUN2, {**RUN3, "eager_median_ms": 5.00}) is None  # < 2 %
+    for bad in (None, "4.2", float("nan"), -1.0, True, 0):
+        assert repeat.eager_moved(RUN2, {**RUN3, "eager_median_ms": bad}) is None
+
+
+def test_cause_says_both_where_both_moved_and_nothing_where_neither():
+    a = {**RUN2, "device_busy_ms_per_call": 1.26, "eager_device_busy_ms_per_call": 0.851}
+    b = {**RUN3, "device_busy_ms_per_call": 1.21, "eager_device_busy_ms_per_call": 0.848}
+    both = repeat.cause(a, b)
+    assert "compiles chose other kernels; eager took 5.009" in both
+    assert repeat.cause(RUN2, RUN2) is None
+
+
+def test_the_gate_says_when_a_speedup_moved_because_eager_did():
+    """A speedup 'regression' whose compiled call held is said to be eager's move (the gate's
+    verdict stays what its test gives; the note says what the figures show)."""
+    from engine.analysis.gate import Thresholds, compare_speedup
+
+    def row(eager_ms, ms, speeds):
+        return {"speedup": eager_ms / ms, "speedup_ci_low": eager_ms / ms * 0.98,
+                "speedup_ci_high": eager_ms / ms * 1.02, "process_speedups": speeds,
+                "n_processes": len(speeds), "median_ms": ms, "eager_median_ms": eager_ms}
+
+    base = row(5.0086, 1.2635, [3.95, 3.97, 3.96, 3.96])
+    cand = row(4.2281, 1.2355, [3.41, 3.43, 3.42, 3.42])
+    change = compare_speedup(base, cand, Thresholds(), config="bert", variant="ro")
+    assert change.verdict == "regression"
+    assert "eager moved, as a launch-bound eager does with the host's speed" in change.note
+    same = compare_speedup(base, row(5.0086, 1.2635, [3.95, 3.97, 3.96, 3.96]), Thresholds(),
+                           config="bert", variant="ro")
+    assert same.verdict == "unchanged" and same.note == ""

@@ -45,6 +45,7 @@ from typing import Any
 
 from contract.config_key import config_label
 from contract.fmt import positive
+from engine.analysis import repeat
 from engine.analysis.headline import Headline, cells, eager_row, headline, memory_ratio, passes
 
 Run = Mapping[str, Any]
@@ -244,6 +245,10 @@ def compare_speedup(base: Mapping[str, Any], cand: Mapping[str, Any], thr: Thres
         change.verdict = "not significant"
     else:
         change.verdict = "regression" if side == "worse" else "improvement"
+    if change.verdict in ("regression", "improvement", "not significant"):
+        why = repeat.cause(base, cand)  # e.g. eager moved with the host while compiled held
+        if why:
+            change.note = f"{change.note}; {why}" if change.note else why
     return change
 
 

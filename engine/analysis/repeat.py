@@ -67,3 +67,29 @@ def kernels_moved(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
     return (f"its kernels took {da:.3g} and {db:.3g} ms of device time per call, "
             f"{100 * moved:.1f} % apart, while eager's held within {100 * held:.1f} %: "
             "the runs' compiles chose other kernels")
+
+
+def eager_moved(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """Where two runs' rows say the speedup moved because eager did: the run's eager per call
+    (``eager_median_ms``) moved while the compiled call (``median_ms``) held, which a
+    launch-bound eager does with the host's speed between runs (docs/METHOD.md §2). None when
+    the figures are missing or do not show that."""
+    ca, cb = (positive(r.get("median_ms")) for r in (a, b))
+    ea, eb = (positive(r.get("eager_median_ms")) for r in (a, b))
+    if ca is None or cb is None or ea is None or eb is None:
+        return None
+    moved, held = abs(ea / eb - 1), abs(ca / cb - 1)
+    if moved < KERNELS_MOVED or held > EAGER_HELD * moved:
+        return None
+    return (f"eager took {ea:.4g} and {eb:.4g} ms per call, {100 * moved:.1f} % apart, while "
+            f"the compiled call held within {100 * held:.1f} % ({ca:.4g} and {cb:.4g} ms): "
+            "eager moved, as a launch-bound eager does with the host's speed, not the "
+            "compiled code")
+
+
+def cause(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """What the stored figures support on why two runs' speedups differ: the compiled kernels
+    moved (``kernels_moved``), eager did (``eager_moved``), both (a few % of kernel time
+    beside a launch-bound eager's larger move), or None if neither."""
+    said = [s for s in (kernels_moved(a, b), eager_moved(a, b)) if s]
+    return "; ".join(said) or None

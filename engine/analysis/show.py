@@ -283,7 +283,7 @@ def earlier_runs(db: Any, run_id: int, spec: Any, rows: list[dict[str, Any]]
                               "speedup": r["speedup"], "earlier_speedup": old["speedup"],
                               "here": repeat.figure(r), "earlier": repeat.figure(old),
                               "difference": gap[0], "allowed": gap[1],
-                              "cause": repeat.kernels_moved(r, old)})
+                              "cause": repeat.cause(r, old)})
     return {"runs": ids, "apart": apart}
 
 
