@@ -52,18 +52,30 @@ KERNELS_MOVED = 0.02  # compiled device time this far apart between the runs ...
 EAGER_HELD = 1 / 3  # ... while eager's moved at most this share of that
 
 
+def _moved_while_held(a: Mapping[str, Any], b: Mapping[str, Any], moving: str, holding: str
+                      ) -> tuple[float, float, float, float, float, float] | None:
+    """``(moved, held, m_a, m_b, h_a, h_b)`` where figure ``moving`` moved 2 % or more between
+    the two rows while ``holding`` moved at most a third of that; None otherwise or where a
+    figure is missing."""
+    ma, mb = (positive(r.get(moving)) for r in (a, b))
+    ha, hb = (positive(r.get(holding)) for r in (a, b))
+    if ma is None or mb is None or ha is None or hb is None:
+        return None
+    moved, held = abs(ma / mb - 1), abs(ha / hb - 1)
+    if moved < KERNELS_MOVED or held > EAGER_HELD * moved:
+        return None
+    return moved, held, ma, mb, ha, hb
+
+
 def kernels_moved(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
     """Where two runs' stored device times say why one variant's speedups differ: the compiled
     kernels' device time per call moved while eager's held, i.e. the runs' compiles chose other
     kernels (inductor autotunes some at the first call; docs/METHOD.md §5). None when the
     figures are missing or do not show that."""
-    da, db = (positive(r.get("device_busy_ms_per_call")) for r in (a, b))
-    ea, eb = (positive(r.get("eager_device_busy_ms_per_call")) for r in (a, b))
-    if da is None or db is None or ea is None or eb is None:
+    got = _moved_while_held(a, b, "device_busy_ms_per_call", "eager_device_busy_ms_per_call")
+    if got is None:
         return None
-    moved, held = abs(da / db - 1), abs(ea / eb - 1)
-    if moved < KERNELS_MOVED or held > EAGER_HELD * moved:
-        return None
+    moved, held, da, db, _, _ = got
     return (f"its kernels took {da:.3g} and {db:.3g} ms of device time per call, "
             f"{100 * moved:.1f} % apart, while eager's held within {100 * held:.1f} %: "
             "the runs' compiles chose other kernels")
@@ -74,13 +86,10 @@ def eager_moved(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
     (``eager_median_ms``) moved while the compiled call (``median_ms``) held, which a
     launch-bound eager does with the host's speed between runs (docs/METHOD.md §2). None when
     the figures are missing or do not show that."""
-    ca, cb = (positive(r.get("median_ms")) for r in (a, b))
-    ea, eb = (positive(r.get("eager_median_ms")) for r in (a, b))
-    if ca is None or cb is None or ea is None or eb is None:
+    got = _moved_while_held(a, b, "eager_median_ms", "median_ms")
+    if got is None:
         return None
-    moved, held = abs(ea / eb - 1), abs(ca / cb - 1)
-    if moved < KERNELS_MOVED or held > EAGER_HELD * moved:
-        return None
+    moved, held, ea, eb, ca, cb = got
     return (f"eager took {ea:.4g} and {eb:.4g} ms per call, {100 * moved:.1f} % apart, while "
             f"the compiled call held within {100 * held:.1f} % ({ca:.4g} and {cb:.4g} ms): "
             "eager moved, as a launch-bound eager does with the host's speed, not the "
