@@ -153,3 +153,26 @@ def test_show_json_gives_each_generation_speedup_over_the_one_eager_it_shows():
                                                     / out["run_eager_tokens_per_s"]), name
     assert out["variants"]["eager"]["vs_run_eager_x"] != 1.0
     assert decode_report.summary([{"variant": "eager", "median_ms": 1.0}]) == {}
+
+
+@pytest.mark.parametrize("junk", [None, "fast", float("nan"), float("inf"), -5.0, 0.0, True,
+                                  [1.0], {"x": 1}])
+def test_hostile_generation_figures_give_no_speedup_and_never_break_a_surface(junk):
+    """A stored row's tokens/s (a database row is outside input) that is not a positive finite
+    number gives no speedup over the run's eager and is left out of the run's eager; the text,
+    the JSON summary and the dashboard table all still render."""
+    import pandas as pd
+
+    from dashboard import decode_view
+
+    rows = [_row("eager", junk), _row("default", 200.0, 64.0)]
+    eager, n = decode_report.run_eager(rows, "decode", "tokens_per_s")
+    assert n == 1 and eager == pytest.approx(64.0)
+    out = decode_report.summary(rows)["decode"]
+    assert out["variants"]["eager"]["vs_run_eager_x"] is None
+    assert out["variants"]["default"]["vs_run_eager_x"] == pytest.approx(200.0 / 64.0)
+    assert decode_report.lines(rows)
+    table = decode_view.generation_table(pd.DataFrame(
+        [{"run_id": 1, "variant": r["variant"], "decode": r["decode"]} for r in rows]))
+    assert len(table) == 2 and table.iloc[1]["tokens_per_s_vs_run_eager_x"] == \
+        pytest.approx(200.0 / 64.0)
