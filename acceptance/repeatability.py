@@ -47,6 +47,27 @@ def run_once(name: str, db: str, device: str, extra: list[str]) -> int:
     return run_id
 
 
+def points_held(rows: list[dict]) -> tuple[int, list[str]]:
+    """The standing rule's check over one variant's runs: for each ordered pair (i, j), does
+    run i's interval hold run j's point? How many do, and the misses as ``"3.42 (run 3)
+    outside run 1's [3.76, 3.81]"``. A row without a usable interval counts as a miss."""
+    got, misses = 0, []
+    for a, b in itertools.permutations(rows, 2):
+        lo, hi, point = a.get("speedup_ci_low"), a.get("speedup_ci_high"), b.get("speedup")
+        try:
+            inside = float(lo) <= float(point) <= float(hi)
+        except (TypeError, ValueError):
+            inside = False
+        if inside:
+            got += 1
+        else:
+            misses.append(f"{point:.2f} (run {b['run_id']}) outside run {a['run_id']}'s "
+                          f"[{lo:.2f}, {hi:.2f}]" if isinstance(point, float) and
+                          isinstance(lo, float) and isinstance(hi, float) else
+                          f"run {b['run_id']} against run {a['run_id']} (no usable point or interval)")
+    return got, misses
+
+
 def table(db_url: str, tags: dict[str, str] | None = None) -> int:
     """Every pair of runs of one config, by tag (``{name: tag}``; default the acceptance
     configs' ``repeat-NAME``); returns 1 when a pair fails."""
@@ -55,7 +76,7 @@ def table(db_url: str, tags: dict[str, str] | None = None) -> int:
 
     db = open_database(db_url)
     runs = queries.list_runs(db)
-    failures, pairs = 0, 0
+    failures, pairs, held, checks = 0, 0, 0, 0
     for name, tag in (tags or {n: f"repeat-{n}" for n in CONFIGS}).items():
         ids = sorted(int(r) for r, run_tags in zip(runs["run_id"], runs["tags"], strict=True)
                      if tag in (run_tags or []))
@@ -81,10 +102,16 @@ def table(db_url: str, tags: dict[str, str] | None = None) -> int:
                 pairs += 1
                 print(f"{'':>16} pair {a['run_id']}-{b['run_id']}: |dS| {gap:.3f} <= "
                       f"{bound:.3f}  {'PASS' if ok else 'FAIL'}")
+            got, misses = points_held(rows)
+            held, checks = held + got, checks + got + len(misses)
+            if misses:
+                print(f"{'':>16} points outside: {', '.join(misses)}")
     if not pairs:  # nothing compared is not a pass
         print("\nno two runs of one config with these tags: nothing compared")
         return 2
     print(f"\n{f'all {pairs} pairs pass' if not failures else f'{failures} of {pairs} pair(s) FAIL'}")
+    print(f"each run's interval holds another run's point in {held} of {checks} checks "
+          "(the stricter standing rule: every check)")
     return 1 if failures else 0
 
 
