@@ -170,6 +170,7 @@ def test_hostile_generation_figures_give_no_speedup_and_never_break_a_surface(ju
     assert n == 1 and eager == pytest.approx(64.0)
     out = decode_report.summary(rows)["decode"]
     assert out["variants"]["eager"]["vs_run_eager_x"] is None
+    assert out["variants"]["eager"]["tokens_per_s"] is None  # no NaN or text in the JSON
     assert out["variants"]["default"]["vs_run_eager_x"] == pytest.approx(200.0 / 64.0)
     assert decode_report.lines(rows)
     table = decode_view.generation_table(pd.DataFrame(

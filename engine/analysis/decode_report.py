@@ -60,7 +60,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, _ in PATHS:
         eager, n = run_eager(rows, key, "tokens_per_s")
-        per = {r["variant"]: {"tokens_per_s": r[key].get("tokens_per_s"),
+        per = {r["variant"]: {"tokens_per_s": positive(r[key].get("tokens_per_s")),
                               "vs_run_eager_x": speedup_vs_run_eager(rows, r, key,
                                                                      "tokens_per_s")}
                for r in rows if isinstance(r.get(key), dict) and not r[key].get("error")}
