@@ -235,12 +235,18 @@ def test_a_job_slurm_requeues_starts_again_and_finishes_the_run(cluster):
     cluster.running(rid)
     job = str(cluster.jobs[0])
     subprocess.run(["scontrol", "requeue", job], check=True, timeout=30)  # as a preemption does
+    requeued = time.monotonic()
     # The run is queued again at once; its job passes through COMPLETING (Slurm ending the old
     # allocation's processes) before it is PENDING, for as long as those take to end.
     waiting = cluster.wait(rid, lambda r: r["status"] == "queued"
                            and r["slurm"]["state"] == "PENDING", "to be queued again", 60)
     assert waiting["slurm"]["restarts"] == 1
-    # Slurm holds a requeued job back two minutes (BeginTime); let it start now.
+    # Slurm holds a requeued job back two minutes (BeginTime); let it start now, but not within
+    # the requeue's own second: slurmd refuses a job whose new credential is as old (in whole
+    # seconds) as the revocation of its last one ("Killing non-startable batch JobId=N: Job
+    # credential revoked", the job then ends FAILED, exit code 1), seen once when PENDING came
+    # under a second after the requeue. Slurm's two-minute hold exists to keep clear of that.
+    time.sleep(max(0.0, requeued + 2.5 - time.monotonic()))
     subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], check=True, timeout=30)
     run = cluster.wait_final(rid, timeout=300)
     assert run["status"] == "done", run["error"]
