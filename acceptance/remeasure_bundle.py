@@ -187,11 +187,13 @@ def cover(runs: list[dict[str, Any]]) -> list[int]:
     return sorted(chosen)
 
 
-def slices(runs: list[dict[str, Any]], positions: list[int], budget_s: float) -> list[list[int]]:
+def slices(runs: list[dict[str, Any]], positions: list[int], budget_s: float,
+           need_s: dict[int, float] | None = None) -> list[list[int]]:
     """``positions`` packed first-fit, longest first, into slices whose runs' estimates
-    (``estimate_s``) fit ``budget_s``; a run longer than that is a slice alone."""
+    (``estimate_s``, or ``need_s`` where the caller has them) fit ``budget_s``; a run longer
+    than that is a slice alone."""
     packed: list[tuple[float, list[int]]] = []
-    need_s = {n: estimate_s(runs[n - 1]) for n in positions}
+    need_s = need_s or {n: estimate_s(runs[n - 1]) for n in positions}
     for n in sorted(positions, key=lambda n: -need_s[n]):
         need = need_s[n]
         i = next((i for i, (used, _) in enumerate(packed) if used + need <= budget_s), None)
@@ -208,9 +210,10 @@ def plan(args: argparse.Namespace) -> int:
     total = sum(_took_s(runs[n - 1]) for n in keep)
     print(f"{args.bundle}: {len(keep)} of {len(runs)} runs keep every configuration's variants "
           f"(last took {total:.0f} s together)")
-    for members in slices(runs, keep, args.budget_s):
+    need_s = {n: estimate_s(runs[n - 1]) for n in keep}  # each validates a spec: once
+    for members in slices(runs, keep, args.budget_s, need_s):
         took = sum(_took_s(runs[n - 1]) for n in members)
-        need = sum(estimate_s(runs[n - 1]) for n in members)
+        need = sum(need_s[n] for n in members)
         models = ", ".join(str((runs[n - 1].get("spec") or {}).get("model")) for n in members)
         print(f"  --only {','.join(map(str, members))}  ({took:.0f} s last time, about "
               f"{need:.0f} s now with the margin: {models})")

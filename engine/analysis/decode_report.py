@@ -45,9 +45,11 @@ def run_eager(rows: list[dict[str, Any]], key: str, figure: str) -> tuple[float 
 
 
 def speedup_vs_run_eager(rows: list[dict[str, Any]], row: dict[str, Any], key: str,
-                         figure: str) -> float | None:
-    """A variant's ``figure`` over the run's eager one (None where either is missing)."""
-    eager, _ = run_eager(rows, key, figure)
+                         figure: str, eager: float | None = None) -> float | None:
+    """A variant's ``figure`` over the run's eager one (None where either is missing);
+    ``eager``: that run's eager when the caller has already formed it from ``rows``."""
+    if eager is None:
+        eager, _ = run_eager(rows, key, figure)
     d = row.get(key)
     mine = positive(d.get(figure)) if isinstance(d, dict) else None
     return mine / eager if mine is not None and eager else None
@@ -62,7 +64,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         eager, n = run_eager(rows, key, "tokens_per_s")
         per = {r["variant"]: {"tokens_per_s": positive(r[key].get("tokens_per_s")),
                               "vs_run_eager_x": speedup_vs_run_eager(rows, r, key,
-                                                                     "tokens_per_s")}
+                                                                     "tokens_per_s", eager)}
                for r in rows if isinstance(r.get(key), dict) and not r[key].get("error")}
         if per:
             out[key] = {"run_eager_tokens_per_s": eager, "eager_processes": n, "variants": per}
@@ -116,6 +118,7 @@ def lines(rows: list[dict[str, Any]]) -> list[str]:
 
 def _lines(rows: list[dict[str, Any]], key: str, title: str) -> list[str]:
     out: list[str] = []
+    eager, n = run_eager(rows, key, "tokens_per_s")
     for r in rows:
         d = r.get(key)
         if not isinstance(d, dict):
@@ -124,14 +127,13 @@ def _lines(rows: list[dict[str, Any]], key: str, title: str) -> list[str]:
             out.append(f"  {title} [{r['variant']}]: not measured: {d['error']}")
             continue
         if not out or not out[0].startswith(f"  {title} ("):
-            eager, n = run_eager(rows, key, "tokens_per_s")
             out.insert(0, f"  {title} (batch {d.get('batch')}, prompt {d.get('prompt')}, "
                        f"{d.get('new_tokens')} new tokens, greedy; median of "
                        f"{d.get('repeats')} timed generations after "
                        f"{d.get('warmup_generations')} warm-up ones; the run's eager "
                        f"{_f(eager, '{:.1f}')} tokens/s (geometric mean of {n} processes' "
                        "eager generations)):")
-        vs_run = speedup_vs_run_eager(rows, r, key, "tokens_per_s")
+        vs_run = speedup_vs_run_eager(rows, r, key, "tokens_per_s", eager)
         text = (f"    {r['variant']}: TTFT {_f(d.get('ttft_ms'), '{:.2f}')} ms, "
                 f"{_f(d.get('per_token_ms'), '{:.3f}')} ms/token "
                 f"(p90 {_f(d.get('per_token_p90_ms'), '{:.3f}')}), "
