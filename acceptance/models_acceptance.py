@@ -140,7 +140,7 @@ def decode_table(runs: list[dict]) -> str:
 
     head = ["run", "variant", "TTFT ms", "ms/token", "tokens/s", "decode tok/s",
             "x run eager tok/s", "x paired tok/s", "x TTFT", "compile s", "break-even tokens",
-            "recompiles", "step ms", "step x [CI]", "params", "acc", "gen fp64 (worst/allowed)",
+            "recompiles", "graphs rec (warm-up/later)", "step ms", "step x [CI]", "params", "acc", "gen fp64 (worst/allowed)",
             "top1", "weights MiB", "KV MiB", "peak MiB"]
     rows = [head]
     for run in runs:
@@ -172,6 +172,7 @@ def decode_table(runs: list[dict]) -> str:
                 "-" if r["variant"] == "eager" else ("never" if be is None else f"{be:,.0f}"),
                 f"{d.get('decode_recompiles')}" + (" PER STEP" if d.get("recompiles_per_step")
                                                    else ""),
+                f"{_f(d.get('cudagraph_records'), 'd')}/{_f(d.get('later_cudagraph_records'), 'd')}",
                 _f(r.get("median_ms"), ".3f"), ci,
                 _f((r.get("arch") or {}).get("parameters"), ",.0f"), str(r.get("accuracy_ok")),
                 *_generation_cells(d)])

@@ -318,8 +318,9 @@ FIGURES: tuple[Figure, ...] = (
        "the effective dims (hf: dims of 0 stand for the config's own)", column=False),
     _r("decode", "json", None, "decode models (llama_decode): whole generations after the "
        "timed decode step: ttft_ms, per_token_ms, tokens_per_s (prefill included), "
-       "decode_tokens_per_s, first_generation_ms, prefill_compiles, decode_recompiles, "
-       "recompiles_per_step (flag), and for compiled variants eager's figures from the same "
+       "decode_tokens_per_s, first_generation_ms, prefill_compiles, decode_recompiles (frames dynamo "
+       "compiled), recompiles_per_step (flag), cudagraph_records (CUDA graphs warmed up or "
+       "recorded while warming up: not compiles) and later_cudagraph_records (once warm), and for compiled variants eager's figures from the same "
        "process, the speedups (paired: against that eager), compile_s and break_even_tokens "
        "(null: never); memory: weights_bytes, kv_cache_bytes, peak_allocated_bytes and "
        "peak_reserved_bytes while generating (GPU only); accuracy: the logits of each step, "

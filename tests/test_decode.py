@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -124,6 +125,74 @@ def test_a_step_that_recompiles_every_token_is_flagged():
                             repeats=1)
     assert ok["decode_recompiles"] == 0 and ok["recompiles_per_step"] is False
     torch._dynamo.reset()
+
+
+class _Metrics:
+    """A stand-in for torch._dynamo.utils: compilation-metrics records the test appends."""
+
+    def __init__(self) -> None:
+        self.records: list[SimpleNamespace] = []
+
+    def get_compilation_metrics(self) -> list[SimpleNamespace]:
+        return list(self.records)
+
+
+def test_cuda_graph_recordings_are_not_counted_as_recompiles(monkeypatch):
+    """CUDA-graph trees log each graph they warm up or record as a run-time compilation-metrics
+    record under the frame's compile id (seen on a GPU: hf:mistral logged 58 while decoding its
+    first generations). Those are not frames compiled: a step that records a graph at each of
+    its first positions reads 0 recompiles and that many recordings, none once warm."""
+    from engine.measure import signals
+
+    fake = _Metrics()
+    monkeypatch.setattr(signals, "_dynamo_utils", lambda: fake)
+    model = _Toy().eval()
+    seen: set[int] = set()
+
+    def step(tokens: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        key = int(pos[-1])
+        if key not in seen:  # a new shape per position, recorded once
+            seen.add(key)
+            fake.records.append(SimpleNamespace(is_runtime=True, co_name=None,
+                                                runtime_cudagraphify_time_us=50))
+        return model(tokens, pos)
+
+    fake.records.append(SimpleNamespace(is_runtime=False, co_name="forward"))  # the compile
+    assert signals.compile_counts() == (1, 0)
+    with torch.no_grad():
+        d = decode.measure(model, step, model, Timer("cpu"), seed=0, first_call_ms=1.0,
+                           repeats=1)
+    steps = d["new_tokens"] - 1
+    assert d["decode_recompiles"] == 0 and d["later_recompiles"] == 0
+    assert d["recompiles_per_step"] is False
+    assert d["cudagraph_records"] == steps + 1  # the prefill's and one per decode position
+    assert d["recorded_steps"] == list(range(steps)) and d["later_cudagraph_records"] == 0
+    assert signals.compile_counts() == (1, steps + 1)
+    text = "\n".join(decode_report.lines([{"variant": "reduce-overhead", "decode": d}]))
+    assert "RECOMPILES WHILE DECODING" not in text
+    assert (f"CUDA graphs [reduce-overhead]: {steps + 1} warm-ups or recordings while warming "
+            f"up (first generation's decode steps {', '.join(map(str, range(steps)))}), 0 once "
+            "warm (CUDA-graph trees") in text
+
+    # dynamo's reset empties the records: the count starts again, though the length repeats
+    fake.records = [SimpleNamespace(is_runtime=False, co_name="a")] * (steps + 2)
+    assert signals.compile_counts() == (steps + 2, 0)
+
+
+@pytest.mark.parametrize("warm, later", [(None, None), (0, 0), ("7", None), (True, False),
+                                         (-3, None), (float("nan"), [1]), ({}, "x")])
+def test_graphs_line_says_nothing_of_figures_that_are_not_counts(warm, later):
+    d = {"cudagraph_records": warm, "later_cudagraph_records": later,
+         "recorded_steps": ["<b>", -1, None]}
+    assert decode_report.graphs_line("default", d) is None
+
+
+def test_graphs_line_warns_when_timed_generations_recorded():
+    d = {"cudagraph_records": 2, "later_cudagraph_records": 3, "recorded_steps": "0,1"}
+    text = decode_report.graphs_line("default", d)
+    assert text == ("    CUDA graphs [default]: 2 warm-ups or recordings while warming up, 3 "
+                    "once warm: the timed generations include recordings, so their figures "
+                    "are slower than a warm server's")
 
 
 def test_report_lines_say_tokens_per_second_and_break_even():

@@ -111,6 +111,32 @@ def memory_line(variant: str, mem: Any) -> str | None:
                "while generating" if peak is not None else "peak: GPU only"))
 
 
+def _count(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def graphs_line(variant: str, d: dict[str, Any]) -> str | None:
+    """CUDA graphs warmed up or recorded while generating: not compiles (they were counted as
+    such before), but work paid per new input shape; any once warm are inside the timed
+    figures."""
+    warm, later = _count(d.get("cudagraph_records")), _count(d.get("later_cudagraph_records"))
+    if not warm and not later:
+        return None
+    steps = d.get("recorded_steps")
+    steps = [s for s in steps if _count(s) is not None][:20] if isinstance(steps, list) else []
+    text = (f"    CUDA graphs [{variant}]: {warm or 0} warm-ups or recordings while warming up"
+            + (f" (first generation's decode steps {', '.join(map(str, steps))}"
+               + (", ..." if len(steps) == 20 else "") + ")" if steps else "")
+            + f", {later or 0} once warm")
+    if later:
+        text += ": the timed generations include recordings, so their figures are slower than a " \
+                "warm server's"
+    else:
+        text += " (CUDA-graph trees warm up and record a graph for each new input shape: paid " \
+                "while warming up, not per token once warm)"
+    return text
+
+
 def lines(rows: list[dict[str, Any]]) -> list[str]:
     """Nothing for runs without generation figures."""
     return [line for key, title in PATHS for line in _lines(rows, key, title)]
@@ -152,7 +178,8 @@ def _lines(rows: list[dict[str, Any]], key: str, title: str) -> list[str]:
                      + ("never" if be is None else f"{be:,.0f} tokens"))
         out.append(text)
         out += [x for x in (accuracy_line(r["variant"], d.get("accuracy")),
-                            memory_line(r["variant"], d.get("memory"))) if x]
+                            memory_line(r["variant"], d.get("memory")),
+                            graphs_line(r["variant"], d)) if x]
         if d.get("recompiles_per_step"):
             out.append(f"    RECOMPILES WHILE DECODING [{r['variant']}]: "
                        f"{d.get('decode_recompiles')} decode steps compiled during warm-up "

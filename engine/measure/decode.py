@@ -65,30 +65,36 @@ def generate(step: Step, prompt_ids: torch.Tensor, new_tokens: int, timer: Timer
     device = prompt_ids.device
     prompt = prompt_ids.shape[1]
     positions = [torch.tensor([prompt + i], device=device) for i in range(new_tokens - 1)]
-    before = signals.compile_count() if watch_compiles else 0
+    before = signals.compile_counts() if watch_compiles else (0, 0)
     timer.sync()
     t0 = time.perf_counter()
     logits = step(prompt_ids, torch.arange(prompt, device=device))
     token = logits[:, -1].argmax(-1, keepdim=True)  # a fresh tensor: CUDA-graph outputs are reused
     timer.sync()
     ttft_ms = (time.perf_counter() - t0) * 1e3
-    prefill_compiles = signals.compile_count() - before if watch_compiles else 0
+    after = signals.compile_counts() if watch_compiles else (0, 0)
     step_ms: list[float] = []
     compiled_steps: list[int] = []
+    recorded_steps: list[int] = []
     t_dec = time.perf_counter()
     for i, pos in enumerate(positions):
-        n = signals.compile_count() if watch_compiles else 0
+        n = signals.compile_counts() if watch_compiles else (0, 0)
         t = time.perf_counter()
         token = step(token, pos)[:, -1].argmax(-1, keepdim=True)
         if per_step:
             timer.sync()
             step_ms.append((time.perf_counter() - t) * 1e3)
-        if watch_compiles and signals.compile_count() > n:
-            compiled_steps.append(i)
+        if watch_compiles:
+            m = signals.compile_counts()
+            if m[0] > n[0]:
+                compiled_steps.append(i)
+            if m[1] > n[1]:
+                recorded_steps.append(i)
     timer.sync()
     decode_ms = (time.perf_counter() - t_dec) * 1e3
     return {"ttft_ms": ttft_ms, "decode_ms": decode_ms, "total_ms": ttft_ms + decode_ms,
-            "step_ms": step_ms, "prefill_compiles": prefill_compiles,
+            "step_ms": step_ms, "prefill_compiles": after[0] - before[0],
+            "prefill_records": after[1] - before[1], "recorded_steps": recorded_steps,
             "compiled_steps": compiled_steps, "last_token": token}
 
 
@@ -240,6 +246,31 @@ def _dtype_name(model: torch.nn.Module) -> str:
     return str(next(model.parameters()).dtype).replace("torch.", "")
 
 
+def _compile_figures(warm: list[dict[str, Any]], later: list[int], new_tokens: int
+                      ) -> dict[str, Any]:
+    """What compiled and what CUDA graphs were recorded while warming up (``warm``: the warm-up
+    generations) and once warm (``later``: frames, recordings in the timed generations)."""
+    first = warm[0]
+    steps = max(new_tokens - 1, 1)
+    return {
+        "prefill_compiles": first["prefill_compiles"],
+        "decode_recompiles": sum(len(g["compiled_steps"]) for g in warm),
+        "recompiled_steps": first["compiled_steps"][:20],
+        "later_recompiles": later[0],
+        # A step recompiling on most tokens, or compiles still happening once warm: the compiled
+        # step is not one graph (e.g. a Python int position or a cache that grows).
+        "recompiles_per_step": (len(first["compiled_steps"]) >= max(2, steps // 2)
+                                or later[0] > 0),
+        # CUDA-graph trees record a graph per new input shape: one per decode position where a
+        # step's shapes follow the position (a mask as long as the tokens so far). Not compiles,
+        # but each costs a recording; once warm there should be none.
+        "cudagraph_records": sum(g.get("prefill_records", 0) + len(g.get("recorded_steps", []))
+                                 for g in warm),
+        "recorded_steps": first.get("recorded_steps", [])[:20],
+        "later_cudagraph_records": later[1],
+    }
+
+
 def measure_generations(variant: GenFn, eager: GenFn | None, *, batch: int, prompt: int,
                         new_tokens: int, first_call_ms: float | None, repeats: int = 3,
                         progress: Callable[[float], None] | None = None) -> dict[str, Any]:
@@ -256,7 +287,7 @@ def measure_generations(variant: GenFn, eager: GenFn | None, *, batch: int, prom
         fns["eager"] = eager
         for _ in range(2):  # eager's own first generations (caches, allocator) are not timed
             eager(False, False)
-    later_compiles = 0
+    later = [0, 0]  # frames compiled, CUDA graphs recorded, in the timed generations
     for r in range(repeats):
         order = list(fns) if r % 2 == 0 else list(fns)[::-1]  # alternate, as the rounds do
         for name in order:
@@ -264,7 +295,8 @@ def measure_generations(variant: GenFn, eager: GenFn | None, *, batch: int, prom
             for kind, per_step in (("per_step", True), ("loop", False)):
                 g = fns[name](per_step, watch)
                 if watch:
-                    later_compiles += g["prefill_compiles"] + len(g["compiled_steps"])
+                    later[0] += g["prefill_compiles"] + len(g["compiled_steps"])
+                    later[1] += g.get("prefill_records", 0) + len(g.get("recorded_steps", []))
                 sides[name][kind].append(g)
         if progress:
             progress((r + 1) / repeats)
@@ -274,19 +306,8 @@ def measure_generations(variant: GenFn, eager: GenFn | None, *, batch: int, prom
                            "warmup_s": warmup_s}
     out.update(_summary(sides["variant"]["per_step"], sides["variant"]["loop"], batch,
                         new_tokens))
-    steps = max(new_tokens - 1, 1)
-    decode_recompiles = sum(len(g["compiled_steps"]) for g in warm)
-    out.update(
-        first_generation_ms=first["total_ms"], first_ttft_ms=first["ttft_ms"],
-        prefill_compiles=first["prefill_compiles"],
-        decode_recompiles=decode_recompiles,
-        recompiled_steps=first["compiled_steps"][:20],
-        later_recompiles=later_compiles,
-        # A step recompiling on most tokens, or compiles still happening once warm: the compiled
-        # step is not one graph (e.g. a Python int position or a cache that grows).
-        recompiles_per_step=(len(first["compiled_steps"]) >= max(2, steps // 2)
-                             or later_compiles > 0),
-    )
+    out.update(first_generation_ms=first["total_ms"], first_ttft_ms=first["ttft_ms"],
+               **_compile_figures(warm, later, new_tokens))
     if eager is not None:
         e = _summary(sides["eager"]["per_step"], sides["eager"]["loop"], batch, new_tokens)
         out["eager"] = e

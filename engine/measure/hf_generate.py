@@ -44,16 +44,17 @@ def wanted(model: torch.nn.Module) -> bool:
 
 
 class _Clock:
-    """A streamer recording when each token reached the host, and the compile count then."""
+    """A streamer recording when each token reached the host, and the frames compiled and
+    CUDA graphs recorded by then."""
 
     def __init__(self, watch: bool) -> None:
         self.times: list[float] = []
-        self.compiles: list[int] = []
+        self.compiles: list[tuple[int, int]] = []
         self.watch = watch
 
     def put(self, value: Any) -> None:
         self.times.append(time.perf_counter())
-        self.compiles.append(signals.compile_count() if self.watch else 0)
+        self.compiles.append(signals.compile_counts() if self.watch else (0, 0))
 
     def end(self) -> None:
         pass
@@ -82,7 +83,7 @@ def static_cache(inner: torch.nn.Module, batch: int, max_len: int) -> Any:
 def _one(inner: torch.nn.Module, ids: torch.Tensor, new_tokens: int, timer: Timer,
          watch: bool, cache: Any = None) -> dict[str, Any]:
     clock = _Clock(watch)
-    before = signals.compile_count() if watch else 0
+    before = signals.compile_counts() if watch else (0, 0)
     if cache is not None:
         cache.reset()  # in place: the buffers keep their addresses from generation to generation
     where = {"past_key_values": cache} if cache is not None else {"cache_implementation": "static"}
@@ -98,12 +99,13 @@ def _one(inner: torch.nn.Module, ids: torch.Tensor, new_tokens: int, timer: Time
         raise RuntimeError("generate() produced no token")
     steps = [(b - a) * 1e3 for a, b in zip(tokens, tokens[1:], strict=False)]
     counts = clock.compiles[1:]
-    compiled_steps = [i for i, (a, b) in enumerate(zip(counts, counts[1:], strict=False))
-                      if b > a]
+    pairs = list(enumerate(zip(counts, counts[1:], strict=False)))
     return {"ttft_ms": (tokens[0] - t0) * 1e3, "decode_ms": (end - tokens[0]) * 1e3,
             "total_ms": (end - t0) * 1e3, "step_ms": steps,
-            "prefill_compiles": (counts[0] - before) if watch else 0,
-            "compiled_steps": compiled_steps}
+            "prefill_compiles": (counts[0][0] - before[0]) if watch else 0,
+            "prefill_records": (counts[0][1] - before[1]) if watch else 0,
+            "compiled_steps": [i for i, (a, b) in pairs if b[0] > a[0]],
+            "recorded_steps": [i for i, (a, b) in pairs if b[1] > a[1]]}
 
 
 def uses_cudagraphs(compile_kwargs: dict[str, Any] | None, device: torch.device) -> bool:
