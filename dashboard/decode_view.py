@@ -2,7 +2,8 @@
 and hf: models run with new_tokens > 0 through transformers generate()): per variant time to
 first token, per-token latency, tokens/s, the speedup over the run's one eager and over eager in
 the same process, compile cost and break-even in tokens, the generation's accuracy against
-float64 and its memory, and a warning when decoding recompiles per step.
+float64 and its memory, the CUDA graphs recorded while warming up and once warm, and a warning
+when decoding recompiles per step or records graphs once warm.
 ``generation_table`` is a pure function of the variants DataFrame."""
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ def generation_table(variants: pd.DataFrame) -> pd.DataFrame:
                 "weights_mib": _mib(mem.get("weights_bytes")),
                 "kv_cache_mib": _mib(mem.get("kv_cache_bytes")),
                 "peak_alloc_mib": _mib(mem.get("peak_allocated_bytes")),
+                # CUDA graphs warmed up or recorded: not compiles (docs/METHOD.md §9.13)
+                "graphs_recorded_warming_up": decode_report.count(d.get("cudagraph_records")),
+                "graphs_recorded_once_warm": decode_report.count(
+                    d.get("later_cudagraph_records")),
                 "recompiles_per_step": bool(d.get("recompiles_per_step"))})
     return pd.DataFrame(rows)
 
@@ -77,9 +82,15 @@ def render(variants: pd.DataFrame) -> None:
                "eager generations of the variant's own process (paired). Break-even counts "
                "generated tokens until the compile cost is repaid. fp64: the logits of each "
                "step, fed float64's greedy tokens, within 3 × eager's error + a floor "
-               "(docs/METHOD.md §9.13). Peak memory: GPU only.")
+               "(docs/METHOD.md §9.13). Graphs recorded: CUDA graphs warmed up or recorded for a new "
+               "input shape, while warming up and in the timed generations; not compiles. "
+               "Peak memory: GPU only.")
     st.dataframe(safe.frame(table), hide_index=True, placeholder=DASH, key="generation-table")
     for _, r in table[table["recompiles_per_step"]].iterrows():
         st.warning(safe.md(f"#{r['run_id']} {r['variant']}: decoding recompiled per step: the "
                            "compiled step is not one graph (a Python int position or a growing "
                            "cache?)", 500))
+    for _, r in table[table["graphs_recorded_once_warm"].fillna(0) > 0].iterrows():
+        st.warning(safe.md(f"#{r['run_id']} {r['variant']}: CUDA graphs were recorded during "
+                           "the timed generations, so their figures include recordings and "
+                           "read slower than a warm server's", 500))

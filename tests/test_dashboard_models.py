@@ -97,7 +97,8 @@ def _decode_results() -> list[dict]:
     ro["decode"] = {**base, "ttft_ms": 9.0, "per_token_ms": 2.2, "tokens_per_s": 430.0,
                     "eager": {"tokens_per_s": 88.0}, "tokens_per_s_speedup": 4.9,
                     "ttft_speedup": 2.2, "compile_s": 75.0, "break_even_tokens": 2300.0,
-                    "recompiles_per_step": True}
+                    "recompiles_per_step": True, "cudagraph_records": 62,
+                    "later_cudagraph_records": 2}
     return [eager, ro]
 
 
@@ -125,12 +126,16 @@ def test_generation_table_from_stored_runs(db):
                    - row["tokens_per_s"] / row["run_eager_tokens_per_s"]) < 1e-9
     assert table.iloc[0]["tokens_per_s_vs_run_eager_x"] > 1.06
     assert ro["break_even_tokens"] == "2,300" and pd.isna(table.iloc[0]["break_even_tokens"])
+    # CUDA-graph recordings counted apart from compiles; a stored non-count shows blank
+    assert ro["graphs_recorded_warming_up"] == 62 and ro["graphs_recorded_once_warm"] == 2
+    assert pd.isna(table.iloc[0]["graphs_recorded_warming_up"])
     assert decode_view.generation_table(variants.drop(columns=["decode"])).empty
 
     at = app("compare", runs=str(run_id))
     no_exceptions(at)
     assert any(h.value == "Token generation" for h in at.header)
     assert "decoding recompiled per step" in texts(at.warning)
+    assert "CUDA graphs were recorded during the timed generations" in texts(at.warning)
 
 
 # --------------------------------------------------------------------------- issue 39, item 8

@@ -177,3 +177,13 @@ def test_hostile_generation_figures_give_no_speedup_and_never_break_a_surface(ju
         [{"run_id": 1, "variant": r["variant"], "decode": r["decode"]} for r in rows]))
     assert len(table) == 2 and table.iloc[1]["tokens_per_s_vs_run_eager_x"] == \
         pytest.approx(200.0 / 64.0)
+
+    # the same junk as a stored count of CUDA-graph recordings: no line, a blank cell
+    for row in rows:
+        row["decode"].update(cudagraph_records=junk, later_cudagraph_records=junk,
+                             recorded_steps=junk)
+    assert not any("CUDA graphs [" in line for line in decode_report.lines(rows))
+    table = decode_view.generation_table(pd.DataFrame(
+        [{"run_id": 1, "variant": r["variant"], "decode": r["decode"]} for r in rows]))
+    assert table["graphs_recorded_warming_up"].isna().all()
+    assert table["graphs_recorded_once_warm"].isna().all()

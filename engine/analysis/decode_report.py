@@ -111,7 +111,9 @@ def memory_line(variant: str, mem: Any) -> str | None:
                "while generating" if peak is not None else "peak: GPU only"))
 
 
-def _count(v: Any) -> int | None:
+def count(v: Any) -> int | None:
+    """A stored count as an int, or None where it is not one (hostile rows: text, booleans,
+    negative numbers)."""
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
@@ -119,11 +121,11 @@ def graphs_line(variant: str, d: dict[str, Any]) -> str | None:
     """CUDA graphs warmed up or recorded while generating: not compiles (they were counted as
     such before), but work paid per new input shape; any once warm are inside the timed
     figures."""
-    warm, later = _count(d.get("cudagraph_records")), _count(d.get("later_cudagraph_records"))
+    warm, later = count(d.get("cudagraph_records")), count(d.get("later_cudagraph_records"))
     if not warm and not later:
         return None
     steps = d.get("recorded_steps")
-    steps = [s for s in steps if _count(s) is not None][:20] if isinstance(steps, list) else []
+    steps = [s for s in steps if count(s) is not None][:20] if isinstance(steps, list) else []
     text = (f"    CUDA graphs [{variant}]: {warm or 0} warm-ups or recordings while warming up"
             + (f" (first generation's decode steps {', '.join(map(str, steps))}"
                + (", ..." if len(steps) == 20 else "") + ")" if steps else "")
