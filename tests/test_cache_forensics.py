@@ -157,3 +157,19 @@ def test_warm_processes_that_say_the_same_are_said_once_with_a_count():
     assert line.count("warm_cache: no cache activity") == 1
     assert "warm_cache: no cache activity (×3 processes)" in line
     assert "warm_cache: fxgraph_cache_hit=2" in line and "hit=2 (×" not in line
+
+
+def test_frame_metrics_leave_out_cuda_graph_recordings(monkeypatch):
+    """CUDA-graph trees log each recording as a run-time compilation-metrics record under the
+    frame's compile id: it is not a frame, so the compile's frames do not list it."""
+    import sys
+
+    records = [types.SimpleNamespace(compile_id="0/0", co_name="forward", is_runtime=False,
+                                     inductor_fx_local_cache_hit_count=1),
+               types.SimpleNamespace(compile_id="0/0", co_name=None, is_runtime=True,
+                                     runtime_cudagraphify_time_us=54)]
+    fake = types.SimpleNamespace(get_compilation_metrics=lambda: list(records))
+    monkeypatch.setitem(sys.modules, "torch._dynamo.utils", fake)
+    frames = forensics.frame_metrics()
+    assert [f["co_name"] for f in frames] == ["forward"]
+    assert forensics.is_runtime_metric(records[1]) and not forensics.is_runtime_metric(records[0])

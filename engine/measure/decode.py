@@ -261,9 +261,9 @@ def _compile_figures(warm: list[dict[str, Any]], later: list[int], new_tokens: i
         # step is not one graph (e.g. a Python int position or a cache that grows).
         "recompiles_per_step": (len(first["compiled_steps"]) >= max(2, steps // 2)
                                 or later[0] > 0),
-        # CUDA-graph trees record a graph per new input shape: one per decode position where a
-        # step's shapes follow the position (a mask as long as the tokens so far). Not compiles,
-        # but each costs a recording; once warm there should be none.
+        # CUDA-graph trees warm up and record a graph per new input shape (a Mistral decoder
+        # did at each decode position of its first generations): not compiles, but each costs
+        # a recording; once warm there should be none.
         "cudagraph_records": sum(g.get("prefill_records", 0) + len(g.get("recorded_steps", []))
                                  for g in warm),
         "recorded_steps": first.get("recorded_steps", [])[:20],

@@ -131,9 +131,17 @@ def counter_snapshot() -> dict[str, int]:
     return out
 
 
+def is_runtime_metric(m: Any) -> bool:
+    """Whether a compilation-metrics record is work done at run time, not a frame compiled:
+    CUDA-graph trees log each warm-up and recording of a graph there (``is_runtime``), under
+    the frame's compile id and without a code name."""
+    return getattr(m, "is_runtime", False) is True
+
+
 def frame_metrics(skip: int = 0) -> list[dict[str, Any]]:
-    """Per compiled frame (after the first ``skip``): compile id, code name and the cache
-    counts of ``get_compilation_metrics()`` (fields that exist in this release)."""
+    """Per compiled frame (after the first ``skip`` records; run-time records left out): compile
+    id, code name and the cache counts of ``get_compilation_metrics()`` (fields that exist in
+    this release)."""
     utils = sys.modules.get("torch._dynamo.utils")
     out: list[dict[str, Any]] = []
     if utils is None:
@@ -143,6 +151,8 @@ def frame_metrics(skip: int = 0) -> list[dict[str, Any]]:
     except Exception:
         return out
     for m in metrics:
+        if is_runtime_metric(m):
+            continue
         row: dict[str, Any] = {"compile_id": str(getattr(m, "compile_id", None)),
                                "co_name": getattr(m, "co_name", None)}
         for name, value in vars(m).items() if hasattr(m, "__dict__") else []:

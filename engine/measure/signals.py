@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from engine.measure.forensics import is_runtime_metric
+
 _TORCH_DIR = os.path.dirname(torch.__file__)
 
 
@@ -168,30 +170,25 @@ def _metrics() -> list[Any]:
         return []
 
 
-def is_runtime_metric(m: Any) -> bool:
-    """Whether a compilation-metrics record is work done at run time, not a frame compiled:
-    CUDA-graph trees log each warm-up and recording of a graph there (``is_runtime``), under
-    the frame's compile id and without a code name."""
-    return getattr(m, "is_runtime", False) is True
-
-
-# (records seen, the last one's id), frames compiled, CUDA-graph records among them
-_COUNTED: list[Any] = [None, 0, 0]
+# records seen, the last of them (held, so that a new record cannot pass for it), frames
+# compiled, CUDA-graph records among them
+_COUNTED: list[Any] = [-1, None, 0, 0]
 
 
 def compile_counts() -> tuple[int, int]:
     """(frames dynamo has compiled, CUDA-graph warm-ups and recordings) so far. Run-time records
     are not compiles: a Mistral decoder under reduce-overhead logged 58 CUDA-graph records while
-    decoding its first generations, and counting them called nearly every step a recompile. Classified again only when the records moved (dynamo's reset empties them), since
-    decoding asks per step."""
+    decoding its first generations, and counting them called nearly every step a recompile.
+    Classified again only when the records moved (dynamo's reset empties them), since decoding
+    asks per step."""
     ms = _metrics()
-    seen = (len(ms), id(ms[-1]) if ms else None)
-    if seen != _COUNTED[0]:
+    last = ms[-1] if ms else None
+    if len(ms) != _COUNTED[0] or last is not _COUNTED[1]:
         runtime = [m for m in ms if is_runtime_metric(m)]
         graphs = sum(1 for m in runtime
                      if getattr(m, "runtime_cudagraphify_time_us", None) is not None)
-        _COUNTED[:] = [seen, len(ms) - len(runtime), graphs]
-    return _COUNTED[1], _COUNTED[2]
+        _COUNTED[:] = [len(ms), last, len(ms) - len(runtime), graphs]
+    return _COUNTED[2], _COUNTED[3]
 
 
 def compile_count() -> int:
