@@ -233,7 +233,7 @@ def build_report(
     parts.append("<h3>Recompiles</h3>")
     parts.append(_rows_table(tables.recompiles_table(recompiles), [
         ("run_id", "run"), ("variant", "variant"), ("reason", "guard that failed"),
-        ("call_index", "call"), ("dim_value", "at value")]))
+        ("call_index", "call (or when)"), ("dim_value", "at value")]))
     parts.append("<h3>Compile caches</h3>")  # torch's counters per compile
     caches = charts_forensics.cache_table(variants)
     parts.append(_rows_table(caches, [(c, str(c)) for c in caches.columns]))

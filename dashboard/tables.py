@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from contract import fmt
+from contract.recompile import phase_words
 from contract.schema import EXPORTED
 from engine.analysis.forensics_report import phase_segments
 
@@ -88,11 +89,14 @@ def recompiles_table(recompiles: pd.DataFrame) -> pd.DataFrame:
         if c not in df.columns:
             df[c] = None
     df = df[cols].reset_index(drop=True)
-    # no call number: the recompile came outside the numbered calls (a decode run's prefill
-    # or generation); no swept value: not a sweep. Say so rather than print "None".
+    # no call number: the recompile came outside the numbered warm-up calls, in the phase
+    # the engine stored (the timed rounds, token generation, profiling); no swept value: not a
+    # sweep. Say so rather than print "None".
     calls = pd.to_numeric(df["call_index"], errors="coerce")
-    df["call_index"] = [f"{int(v)}" if pd.notna(v) else "outside the timed calls"
-                        for v in calls]
+    phases = list(recompiles["phase"]) if "phase" in recompiles.columns else [None] * len(df)
+    df["call_index"] = [f"{int(v)}" if pd.notna(v) else
+                        (phase_words(ph) or "outside the numbered warm-up calls")
+                        for v, ph in zip(calls, phases, strict=True)]
     values = pd.to_numeric(df["dim_value"], errors="coerce")
     if values.isna().all():
         return df.drop(columns=["dim_value"])

@@ -40,7 +40,7 @@ DEFAULT_URL = "sqlite:///compilelab.db"
 ENV_VAR = "COMPILELAB_DB"
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_S = 30.0
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 """The newest migration under ``migrations/versions`` (a test checks it against Alembic's own
 head).  Opening a database already at this revision reads its version table with SQLAlchemy
 and never imports Alembic: that import is paid before every run's first process, on the path

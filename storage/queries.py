@@ -67,7 +67,7 @@ VARIANT_COLUMNS: list[str] = [
 # VARIANT_COLUMNS that are fields inside VariantResult.extra (where: "result" or "stats").
 _FROM_EXTRA: dict[str, str] = {f.name: f.where for f in FIGURES if not f.column}
 GRAPH_BREAK_COLUMNS = ["run_id", "variant", "reason", "file", "line", "count"]
-RECOMPILE_COLUMNS = ["run_id", "variant", "reason", "call_index", "dim_value"]
+RECOMPILE_COLUMNS = ["run_id", "variant", "reason", "call_index", "dim_value", "phase"]
 SWEEP_COLUMNS = [
     "run_id",
     "variant",

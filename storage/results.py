@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 RESULT_FIELDS: dict[str, str] = kinds("result", column=True)
 STATS_FIELDS: dict[str, str] = kinds("stats", column=True)
 GRAPH_BREAK_FIELDS: dict[str, str] = {"reason": "str", "file": "str", "line": "int", "count": "int"}
-RECOMPILE_FIELDS: dict[str, str] = {"reason": "str", "call_index": "int", "dim_value": "float"}
+RECOMPILE_FIELDS: dict[str, str] = {"reason": "str", "call_index": "int", "dim_value": "float",
+                                    "phase": "str"}
 SWEEP_FIELDS: dict[str, str] = {
     "value": "float",
     "first_call_ms": "float",

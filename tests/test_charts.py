@@ -296,8 +296,15 @@ def test_tables(bert):
     assert "size mismatch" in rc.iloc[0]["reason"]
     assert "None" not in rc.astype(str).to_numpy().ravel().tolist()
     outside = tables.recompiles_table(bert["recompiles"].assign(call_index=None))
-    assert set(outside["call_index"]) == {"outside the timed calls"}
+    assert set(outside["call_index"]) == {"outside the numbered warm-up calls"}
     assert "dim_value" not in outside.columns  # not a sweep
+    # the stored phase says when; a phase the engine does not write (outside input) says nothing
+    phased = tables.recompiles_table(bert["recompiles"].assign(call_index=None, phase="steady"))
+    assert set(phased["call_index"]) == {"during the timed rounds: a timed call held this "
+                                         "compile"}
+    odd = tables.recompiles_table(bert["recompiles"].assign(call_index=None,
+                                                            phase="<b>x</b>"))
+    assert set(odd["call_index"]) == {"outside the numbered warm-up calls"}
     failed = tables.failed_variants(bert["variants"])
     assert list(failed["variant"]) == ["max-autotune"]
     assert failed.iloc[0]["failure_kind"] == "oom"

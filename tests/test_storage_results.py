@@ -243,3 +243,21 @@ def test_delete_runs_removes_children_and_refuses_running_runs(db, run_id):
     assert delete_runs(db, [run_id]) == 1
     frames = load_runs(db, [run_id])
     assert all(frame.empty for frame in frames.values())
+
+
+def test_a_recompile_keeps_the_phase_it_happened_in(db, run_id, caplog):
+    """The child records the phase of a recompile that no warm-up call or sweep value places
+    (engine/measure/child.py: the timed rounds, token generation, profiling); storage dropped
+    it with a warning on every such run. Now it is kept, and nothing is ignored."""
+    compiled = variant_result("reduce-overhead")
+    compiled["recompiles"] = [
+        {"reason": "len(kwargs) == 4", "call_index": None, "dim_value": None,
+         "phase": "generate"},
+        {"reason": "size mismatch", "call_index": 3, "dim_value": None, "phase": None},
+    ]
+    with caplog.at_level("WARNING"):
+        save_variant_result(db, run_id, compiled)
+    assert "ignoring keys" not in caplog.text
+    rc = load_runs(db, [run_id])["recompiles"]
+    assert rc["phase"].tolist() == ["generate", None]
+    assert rc["reason"].tolist() == ["len(kwargs) == 4", "size mismatch"]

@@ -138,6 +138,7 @@ _COMPILED = {
             "reason": "tensor 'x' size mismatch at index 0. expected 32, actual 64",
             "call_index": 5,
             "dim_value": 64,
+            "phase": None,
         },
     ],
     "cudagraph_skips": [{"reason": "mutated inputs (1 instances)"}],

@@ -221,8 +221,7 @@ def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
                 rest.append(f"  graph break [{r['variant']}] {where} x{b['count']}: "
                             f"{b['reason']}")
             for rc in r.get("recompiles") or []:
-                at = f" at {rc['dim_value']:g}" if not _blank(rc.get("dim_value")) else ""
-                rest.append(f"  recompile [{r['variant']}]{at}: {rc['reason']}")
+                rest.append(f"  recompile [{r['variant']}]{_recompile_where(rc)}: {rc['reason']}")
         rest += forensics_report.lines(rows)
         rest += forensics_report.trace_lines(run_id, rows, run.get("artifacts") or [])
         rest += decode_report.lines(rows)
@@ -233,6 +232,16 @@ def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
         rest += [f"  {label}: {text}" for label, text in decide(rows, run_id).lines()]
         lines += wrap_lines(rest, width)
     return "\n".join(lines)
+
+
+def _recompile_where(rc: dict[str, Any]) -> str:
+    """Where a recompile happened: its sweep value, else its phase in words, else nothing."""
+    from contract.recompile import phase_words
+
+    if not _blank(rc.get("dim_value")):
+        return f" at {rc['dim_value']:g}"
+    words = phase_words(rc.get("phase"))
+    return f" ({words})" if words else ""
 
 
 def _tensor_name(row: dict[str, Any]) -> str | None:

@@ -467,6 +467,7 @@ def _cold_process(c: _Child) -> None:
     _sweep(c)
     _generation(c)
     c.stage = "profiling"
+    c.capture.context = {"call_index": None, "phase": "profile"}  # not the timed rounds
     c.progress("profiling", 0.85, force=True)
     slot_tail.record(c.res, run=c.run, variant=c.variant, device=c.device, fn=c.fn,
                      eager=c.eager, model=c.model, inputs=c.inputs, train=c.train,

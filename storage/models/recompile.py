@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 
 class Recompile(Base):
-    """One recompilation: the guard failure reason, the call it happened on, the dim value."""
+    """One recompilation: the guard failure reason, the call it happened on, the dim value,
+    or the phase of the process it happened in."""
 
     __tablename__ = "recompiles"
 
@@ -27,5 +28,8 @@ class Recompile(Base):
     call_index: Mapped[int | None] = mapped_column(Integer)
     # Dim values are sizes (ints) in practice; a float column also takes the odd fractional dim.
     dim_value: Mapped[float | None] = mapped_column(Float)
+    # Where neither places it: "steady" (the timed rounds), "decode" or "generate" (token
+    # generation after timing); contract.recompile.PHASES says each in words.
+    phase: Mapped[str | None] = mapped_column(Text)
 
     variant_result: Mapped[VariantResult] = relationship(back_populates="recompiles")
