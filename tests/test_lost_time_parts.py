@@ -95,8 +95,24 @@ def test_show_text_separates_the_accounts_and_gives_recompiles_their_share():
     assert "add up to 100 %" in text
     assert "64.5% inside compiled graphs" in text
     assert "busy 51%, idle (launch-bound) 49%" in text
-    assert "2 recompile(s): 4.00 s of compile, 40% of this process's compile time (paid once" \
+    assert "2 recompile(s): 4.00 s of compile, 40% of this process's compile time (each paid once" \
         in text
+
+
+@pytest.mark.parametrize("reasons, says, not_says", [
+    (["0/0: tensor 'x' size mismatch at index 1. expected 64, actual 128"], "dynamic", "keyword"),
+    (["1/0: len(kwargs) == 4  # output = func(self, *args, **kwargs)"], "keyword", "dynamic"),
+    (["size mismatch at index 0", "len(kwargs) == 6"], "where a shape changed", None),
+    ([], "where a shape changed", None), (["", ""], "where a shape changed", None),
+])
+def test_the_recompile_remedy_follows_the_guard_that_failed(reasons, says, not_says):
+    """A shape change is made dynamic; another guard (hf:mistral's keyword arguments inside
+    generate()) is not a shape, and marking a dimension dynamic would not avoid it."""
+    rec = losttime.recompile_item({"0/0": {"compile_s": 6.0}, "0/1": {"compile_s": 3.0}}, 6.5,
+                                  reasons)
+    assert says in rec["action"]
+    if not_says:
+        assert not_says not in rec["action"]
 
 
 def test_chart_panels_each_add_up_to_one_per_variant():

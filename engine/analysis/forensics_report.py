@@ -134,7 +134,7 @@ def recompile_text(rec: dict[str, Any]) -> str:
     share = _num(rec.get("share_of_compile"))
     if share is not None:
         text += f", {share:.0%} of this process's compile time"
-    return text + " (paid once per new shape, not per call)"
+    return text + " (each paid once, at the call whose inputs failed a guard; not per call)"
 
 
 def lost_time_lines(row: dict[str, Any], top: int = 6) -> list[str]:

@@ -307,8 +307,28 @@ def _inside(node: dict[str, Any], ancestor: dict[str, Any]) -> bool:
     return False
 
 
-def recompile_item(frames: dict[str, dict[str, Any]], first_call_s: float | None
-                   ) -> dict[str, Any] | None:
+_SHAPE_GUARD = ("size mismatch", "stride mismatch")
+_DYNAMIC = "mark the changing dimension dynamic (dynamic=True or torch._dynamo.mark_dynamic)"
+_SAME_CALL = ("make the guard that failed hold on every call (each recompile line names it: the "
+              "same keyword arguments, types and Python values), or accept one compile per kind "
+              "of call")
+
+
+def recompile_action(reasons: list[str]) -> str:
+    """What would avoid the recompiles, by their guard failures: a shape that changed is made
+    dynamic; any other guard (a different set of keyword arguments, a Python value) is not a
+    shape, and marking a dimension dynamic would not help it."""
+    reasons = [r for r in reasons if r]  # a recompile stored without its reason says nothing
+    shapes = [any(g in r for g in _SHAPE_GUARD) for r in reasons]
+    if reasons and all(shapes):
+        return _DYNAMIC
+    if reasons and not any(shapes):
+        return _SAME_CALL
+    return f"where a shape changed, {_DYNAMIC}; otherwise {_SAME_CALL}"
+
+
+def recompile_item(frames: dict[str, dict[str, Any]], first_call_s: float | None,
+                   reasons: list[str] | None = None) -> dict[str, Any] | None:
     """Recompiles (compile ids ``F/A`` with ``A`` > 0): how many, their compile seconds, and
     their share of the compile time of this process (every frame's compile, first compiles
     and recompiles: ``share_of_compile``, in [0, 1]); ``share_of_first_call`` compares them
@@ -324,8 +344,7 @@ def recompile_item(frames: dict[str, dict[str, Any]], first_call_s: float | None
             "share_of_compile": round(secs / total, 4) if total else None,
             "share_of_first_call": round(secs / first_call_s, 4) if first_call_s else None,
             "what": f"{len(again)} recompile(s)",
-            "action": "mark the changing dimension dynamic (dynamic=True or "
-                      "torch._dynamo.mark_dynamic)"}
+            "action": recompile_action(reasons or [])}
 
 
 def cudagraph_coverage(timeline: dict[str, Any], skips: list[dict[str, Any]],
@@ -402,7 +421,9 @@ class LostTime:
             lost = account(self.timeline, self.frames, res.get("graph_breaks") or [],
                            wall_ms=res.get("wall_ms_per_call"), cuda=self.cuda,
                            cudagraphs=cudagraphs)
-            rec = recompile_item(self.frames, res.get("first_call_cold_s"))
+            rec = recompile_item(self.frames, res.get("first_call_cold_s"),
+                                 [str(r.get("reason") or "") for r in res.get("recompiles") or []
+                                  if isinstance(r, dict)])
             if rec:
                 lost["recompiles"] = rec
             out: dict[str, Any] = {"lost_time": lost}
