@@ -5,7 +5,8 @@ A probe for the GPU: it prints what it saw.
 
     python acceptance/generate_graphs_probe.py [--ways early,plain] [--tokens 8] [LlamaForCausalLM ...]
 
-Each way prints the frames dynamo compiled after each of 3 generations and why each was
+Each way prints the frames dynamo compiled and the run-time (CUDA-graph set-up and recording)
+records after each of 3 generations, and why each frame was
 compiled (torch's compilation metrics).
 
 Ways: ``plain`` (the forward compiled, generate() builds its static cache, which the compiled
@@ -26,7 +27,9 @@ import sys
 sys.path.insert(0, sys.argv[3])
 import torch, transformers
 from engine.measure.hf_generate import static_cache, step_safe
+import torch._dynamo.utils as dynamo_utils
 from torch._dynamo.utils import get_compilation_metrics
+dynamo_utils.set_compilation_metrics_limit(100_000)  # torch keeps only its last 64 records
 arch, way, tokens = sys.argv[1], sys.argv[2], int(sys.argv[4])
 cfg = getattr(transformers, arch.replace("ForCausalLM", "Config"))(
     hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
@@ -45,15 +48,23 @@ with torch.no_grad():
         out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=tokens,
                              min_new_tokens=tokens, do_sample=False, disable_compile=True,
                              pad_token_id=0, **where)
-        print(f"generation {g + 1}: {len(get_compilation_metrics())} frames compiled so far")
-# what each compile was and why dynamo compiled it again (fields differ by release)
+        ms = get_compilation_metrics()
+        runtime = sum(1 for m in ms if getattr(m, "is_runtime", False) is True)
+        print(f"generation {g + 1}: {len(ms) - runtime} frames compiled and {runtime} run-time "
+              "(CUDA-graph) records so far")
+# what each compile was and why dynamo compiled it again (fields differ by release); of the
+# run-time records, the first in full (what recorded it)
+shown = False
 for m in get_compilation_metrics():
+    if getattr(m, "is_runtime", False) is True:
+        if not shown:
+            fields = getattr(m, "__dict__", {}) or {}
+            print("  first run-time record:", {k: str(v)[:60] for k, v in fields.items()
+                                                if v not in (None, 0, "", [], {}, False)})
+            shown = True
+        continue
     why = getattr(m, "recompile_reason", None) or getattr(m, "fail_reason", None) or "-"
     print(" ", getattr(m, "co_name", "?"), getattr(m, "co_firstlineno", "?"), str(why)[:160])
-    if getattr(m, "co_name", None) is None:  # not a frame: say what recorded it
-        fields = getattr(m, "__dict__", {}) or {}
-        print("    ", {k: str(v)[:60] for k, v in fields.items() if v not in (None, 0, "", [],
-                                                                           {}, False)})
 print("transformers", transformers.__version__, "torch", torch.__version__)
 print("OK", tuple(out.shape))
 """

@@ -11,6 +11,7 @@ PHASES = {
     "steady": "during the timed rounds: a timed call held this compile",
     "decode": "while generating tokens, after timing",
     "generate": "in transformers' generate(), after timing",
+    "mix": "in the shape-mix replay, after timing",
     "profile": "in the profiling pass, after timing",
 }
 

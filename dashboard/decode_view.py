@@ -55,7 +55,7 @@ def generation_table(variants: pd.DataFrame) -> pd.DataFrame:
                 "weights_mib": _mib(mem.get("weights_bytes")),
                 "kv_cache_mib": _mib(mem.get("kv_cache_bytes")),
                 "peak_alloc_mib": _mib(mem.get("peak_allocated_bytes")),
-                # CUDA graphs warmed up or recorded: not compiles (docs/METHOD.md §9.13)
+                # CUDA graphs set up or recorded: not compiles (docs/METHOD.md §9.13)
                 "graphs_recorded_warming_up": decode_report.count(d.get("cudagraph_records")),
                 "graphs_recorded_once_warm": decode_report.count(
                     d.get("later_cudagraph_records")),
@@ -82,7 +82,7 @@ def render(variants: pd.DataFrame) -> None:
                "eager generations of the variant's own process (paired). Break-even counts "
                "generated tokens until the compile cost is repaid. fp64: the logits of each "
                "step, fed float64's greedy tokens, within 3 × eager's error + a floor "
-               "(docs/METHOD.md §9.13). Graphs recorded: CUDA graphs warmed up or recorded for a new "
+               "(docs/METHOD.md §9.13). Graphs recorded: CUDA graphs set up or recorded for a new "
                "input shape, while warming up and in the timed generations; not compiles. "
                "Peak memory: GPU only.")
     st.dataframe(safe.frame(table), hide_index=True, placeholder=DASH, key="generation-table")

@@ -170,13 +170,64 @@ def test_cuda_graph_recordings_are_not_counted_as_recompiles(monkeypatch):
     assert signals.compile_counts() == (1, steps + 1)
     text = "\n".join(decode_report.lines([{"variant": "reduce-overhead", "decode": d}]))
     assert "RECOMPILES WHILE DECODING" not in text
-    assert (f"CUDA graphs [reduce-overhead]: {steps + 1} warm-ups or recordings while warming "
+    assert (f"CUDA graphs [reduce-overhead]: {steps + 1} set-ups or recordings while warming "
             f"up (first generation's decode steps {', '.join(map(str, range(steps)))}), 0 once "
-            "warm (CUDA-graph trees") in text
+            "warm (CUDA-graph trees set up") in text
 
     # dynamo's reset empties the records: the count starts again, though the length repeats
     fake.records = [SimpleNamespace(is_runtime=False, co_name="a")] * (steps + 2)
     assert signals.compile_counts() == (steps + 2, 0)
+
+
+class _BoundedMetrics:
+    """torch._dynamo.utils as torch has it: the last 64 records in a bounded deque, and the
+    setter that widens it."""
+
+    def __init__(self) -> None:
+        from collections import deque
+
+        self._compilation_metrics: deque = deque(maxlen=64)
+
+    def get_compilation_metrics(self) -> list:
+        return list(self._compilation_metrics)
+
+    def set_compilation_metrics_limit(self, n: int) -> None:
+        from collections import deque
+
+        self._compilation_metrics = deque(self._compilation_metrics, maxlen=n)
+
+
+def test_counts_stay_right_past_torchs_64_record_window(monkeypatch):
+    """torch keeps 64 records; a decoder that sets up a CUDA graph per position fills that in
+    one generation, after which differences read short and the frame count can go down. The
+    first count widens the window, so every record after it is counted."""
+    from engine.measure import signals
+
+    fake = _BoundedMetrics()
+    monkeypatch.setattr(signals, "_dynamo_utils", lambda: fake)
+    fake._compilation_metrics.extend(SimpleNamespace(is_runtime=False, co_name=f"f{i}")
+                                     for i in range(2))
+    assert signals.compile_counts() == (2, 0)
+    assert fake._compilation_metrics.maxlen == signals.METRICS_LIMIT
+    for i in range(150):
+        fake._compilation_metrics.append(SimpleNamespace(is_runtime=True, co_name=None,
+                                                         runtime_cudagraphify_time_us=50))
+        assert signals.compile_counts() == (2, i + 1)
+    fake._compilation_metrics.append(SimpleNamespace(is_runtime=False, co_name="g"))
+    assert signals.compile_counts() == (3, 150)
+
+
+def test_counts_do_not_fail_where_the_window_cannot_be_widened(monkeypatch):
+    from collections import deque
+
+    from engine.measure import signals
+
+    kept: deque = deque(maxlen=64)
+    fake = SimpleNamespace(get_compilation_metrics=lambda: list(kept))
+    monkeypatch.setattr(signals, "_dynamo_utils", lambda: fake)
+    kept.extend(SimpleNamespace(is_runtime=True, runtime_cudagraphify_time_us=1)
+                for _ in range(70))
+    assert signals.compile_counts() == (0, 64)  # what torch still holds; nothing raised
 
 
 @pytest.mark.parametrize("warm, later", [(None, None), (0, 0), ("7", None), (True, False),
@@ -190,7 +241,7 @@ def test_graphs_line_says_nothing_of_figures_that_are_not_counts(warm, later):
 def test_graphs_line_warns_when_timed_generations_recorded():
     d = {"cudagraph_records": 2, "later_cudagraph_records": 3, "recorded_steps": "0,1"}
     text = decode_report.graphs_line("default", d)
-    assert text == ("    CUDA graphs [default]: 2 warm-ups or recordings while warming up, 3 "
+    assert text == ("    CUDA graphs [default]: 2 set-ups or recordings while warming up, 3 "
                     "once warm: the timed generations include recordings, so their figures "
                     "are slower than a warm server's")
 

@@ -101,7 +101,8 @@ def test_show_text_separates_the_accounts_and_gives_recompiles_their_share():
 
 @pytest.mark.parametrize("reasons, says, not_says", [
     (["0/0: tensor 'x' size mismatch at index 1. expected 64, actual 128"], "dynamic", "keyword"),
-    (["1/0: len(kwargs) == 4  # output = func(self, *args, **kwargs)"], "keyword", "dynamic"),
+    (["1/0: len(kwargs) == 4  # output = func(self, *args, **kwargs)"], "keyword",
+     "mark the changing dimension"),
     (["size mismatch at index 0", "len(kwargs) == 6"], "where a shape changed", None),
     ([], "where a shape changed", None), (["", ""], "where a shape changed", None),
 ])

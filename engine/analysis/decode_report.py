@@ -117,24 +117,26 @@ def count(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
+KEPT = 20  # decode steps shown by number (the engine stores one more: engine/measure/decode.py)
+
+
 def graphs_line(variant: str, d: dict[str, Any]) -> str | None:
-    """CUDA graphs warmed up or recorded while generating: not compiles (they were counted as
-    such before), but work paid per new input shape; any once warm are inside the timed
-    figures."""
+    """CUDA graphs set up or recorded while generating: not compiles (they were counted as such
+    before), but work paid per new input shape; any once warm are inside the timed figures."""
     warm, later = count(d.get("cudagraph_records")), count(d.get("later_cudagraph_records"))
     if not warm and not later:
         return None
     steps = d.get("recorded_steps")
-    steps = [s for s in steps if count(s) is not None][:20] if isinstance(steps, list) else []
-    text = (f"    CUDA graphs [{variant}]: {warm or 0} warm-ups or recordings while warming up"
-            + (f" (first generation's decode steps {', '.join(map(str, steps))}"
-               + (", ..." if len(steps) == 20 else "") + ")" if steps else "")
+    steps = [s for s in steps if count(s) is not None] if isinstance(steps, list) else []
+    shown = ", ".join(map(str, steps[:KEPT])) + (", ..." if len(steps) > KEPT else "")
+    text = (f"    CUDA graphs [{variant}]: {warm or 0} set-ups or recordings while warming up"
+            + (f" (first generation's decode steps {shown})" if steps else "")
             + f", {later or 0} once warm")
     if later:
         text += ": the timed generations include recordings, so their figures are slower than a " \
                 "warm server's"
     else:
-        text += " (CUDA-graph trees warm up and record a graph for each new input shape: paid " \
+        text += " (CUDA-graph trees set up and record a graph for each new input shape: paid " \
                 "while warming up, not per token once warm)"
     return text
 

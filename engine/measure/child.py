@@ -304,6 +304,7 @@ def _compile_call(c: _Child, what: str) -> float:
           CompileLoad() as load):
         ms = c.timer.wall_ms(c.fn)
     c.res["compile_load"] = load.figures  # the host beside it (engine/compile_load)
+    signals.keep_compilation_metrics()  # dynamo is loaded now: before its 64 records fill
     _after_compile(c.res, c.clock, c.progress)
     c.capture.attach_existing()
     c.res["compile_cache"] = [watch.result()]  # what the caches did (engine/forensics)
@@ -431,6 +432,7 @@ def _sweep(c: _Child) -> None:
             timer=c.timer, capture=c.capture, budget=c.budget,
             n_values=len(sweep["values"]), is_eager=c.is_eager))
     if run.get("shape_weights"):  # engine/measure/shape_mix.py: the sizes in their mix
+        c.capture.context = {"call_index": None, "phase": "mix"}  # not the last sweep value
         c.res["shape_mix"] = shape_mix.replay(
             sweep["values"], run["shape_weights"], int(run.get("mix_requests", 200)),
             int(run.get("seed", 0)),

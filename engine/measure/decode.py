@@ -10,9 +10,10 @@ module then runs whole greedy generations on the same module, the way a serving 
 
 Method, in the process of each variant (``step`` is the eager module or the compiled one):
 1. Warm-up generations, untimed as figures but watched: the first includes the prefill's compile
-   (a new shape) and every recompile decoding triggers; each decode step's compile count is read
-   (``signals.compile_count``) so a step that recompiles every token (a Python int position, a
-   growing cache) is flagged, not averaged away. Three generations in all before timing, because
+   (a new shape) and every recompile decoding triggers; each decode step's frame and CUDA-graph
+   counts are read (``signals.compile_counts``) so a step that recompiles every token (a Python
+   int position, a growing cache) is flagged, not averaged away, and CUDA-graph set-ups and
+   recordings are counted apart from compiles. Three generations in all before timing, because
    reduce-overhead records a CUDA graph on a shape's second call and replays from the third, and
    prefill runs once per generation.
 2. Timed generations, ``repeats`` of each kind: one with a synchronise after every step (TTFT and
@@ -246,6 +247,10 @@ def _dtype_name(model: torch.nn.Module) -> str:
     return str(next(model.parameters()).dtype).replace("torch.", "")
 
 
+# decode steps kept by number (one more, so a reader can tell that more were cut)
+RECORDED_STEPS_KEPT = 20
+
+
 def _compile_figures(warm: list[dict[str, Any]], later: list[int], new_tokens: int
                       ) -> dict[str, Any]:
     """What compiled and what CUDA graphs were recorded while warming up (``warm``: the warm-up
@@ -261,12 +266,12 @@ def _compile_figures(warm: list[dict[str, Any]], later: list[int], new_tokens: i
         # step is not one graph (e.g. a Python int position or a cache that grows).
         "recompiles_per_step": (len(first["compiled_steps"]) >= max(2, steps // 2)
                                 or later[0] > 0),
-        # CUDA-graph trees warm up and record a graph per new input shape (a Mistral decoder
-        # did at each decode position of its first generations): not compiles, but each costs
+        # CUDA-graph trees set up and record a graph per new input shape (a Mistral decoder
+        # did at each decode position of its first generation): not compiles, but each costs
         # a recording; once warm there should be none.
         "cudagraph_records": sum(g.get("prefill_records", 0) + len(g.get("recorded_steps", []))
                                  for g in warm),
-        "recorded_steps": first.get("recorded_steps", [])[:20],
+        "recorded_steps": first.get("recorded_steps", [])[:RECORDED_STEPS_KEPT + 1],
         "later_cudagraph_records": later[1],
     }
 

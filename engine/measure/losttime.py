@@ -43,6 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.measure import signals
+from engine.measure.forensics import is_runtime_metric
 
 CALL = "compilelab::call"
 _RESUME = re.compile(r"torch_dynamo_resume_in_(\w+?)_at_(\d+)$")
@@ -95,6 +96,8 @@ def frames_from_metrics() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     try:
         for m in utils.get_compilation_metrics() if utils else []:
+            if is_runtime_metric(m):  # a CUDA-graph set-up or recording, not a frame
+                continue
             seen = out.setdefault(str(m.compile_id), {})
             got = {"co_name": m.co_name, "file": m.co_filename, "line": m.co_firstlineno,
                    "compile_s": getattr(m, "entire_frame_compile_time_s", None)}
@@ -310,8 +313,8 @@ def _inside(node: dict[str, Any], ancestor: dict[str, Any]) -> bool:
 _SHAPE_GUARD = ("size mismatch", "stride mismatch")
 _DYNAMIC = "mark the changing dimension dynamic (dynamic=True or torch._dynamo.mark_dynamic)"
 _SAME_CALL = ("make the guard that failed hold on every call (each recompile line names it: the "
-              "same keyword arguments, types and Python values), or accept one compile per kind "
-              "of call")
+              "same keyword arguments, types and Python values; a Python number that changes "
+              "can be made dynamic with dynamic=True), or accept one compile per kind of call")
 
 
 def recompile_action(reasons: list[str]) -> str:

@@ -162,10 +162,31 @@ def unexplained_breaks(counted: dict[str, int], explained: list[dict[str, Any]],
     return rows
 
 
+# torch keeps only its last 64 compilation-metrics records (a bounded deque): a decoder that
+# sets up a CUDA graph per decode position fills that within one generation, and counts taken
+# as differences then read short, or go down as frames drop out. A measuring process keeps
+# them all (a record is a few hundred bytes).
+METRICS_LIMIT = 100_000
+
+
+def keep_compilation_metrics() -> None:
+    """Widen dynamo's record window to ``METRICS_LIMIT`` once dynamo is loaded (never imports
+    it: a fresh process imports the compiler inside its first compiled call)."""
+    utils = _dynamo_utils()
+    kept = getattr(utils, "_compilation_metrics", None)
+    widen = getattr(utils, "set_compilation_metrics_limit", None)
+    if widen is not None and (getattr(kept, "maxlen", None) or METRICS_LIMIT) < METRICS_LIMIT:
+        with contextlib.suppress(Exception):
+            widen(METRICS_LIMIT)
+
+
 def _metrics() -> list[Any]:
     utils = _dynamo_utils()
+    if utils is None:
+        return []
+    keep_compilation_metrics()
     try:
-        return list(utils.get_compilation_metrics()) if utils is not None else []
+        return utils.get_compilation_metrics()  # a list copy of torch's deque
     except Exception:
         return []
 
@@ -177,8 +198,8 @@ _COUNTED: list[Any] = [-1, None, 0, 0]
 
 def compile_counts() -> tuple[int, int]:
     """(frames dynamo has compiled, CUDA-graph warm-ups and recordings) so far. Run-time records
-    are not compiles: a Mistral decoder under reduce-overhead logged 58 CUDA-graph records while
-    decoding its first generations, and counting them called nearly every step a recompile.
+    are not compiles: a Mistral decoder under reduce-overhead logs one per decode position of its
+    first generation, and counting them read as 58 recompiles.
     Classified again only when the records moved (dynamo's reset empties them), since decoding
     asks per step."""
     ms = _metrics()

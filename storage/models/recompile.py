@@ -29,7 +29,8 @@ class Recompile(Base):
     # Dim values are sizes (ints) in practice; a float column also takes the odd fractional dim.
     dim_value: Mapped[float | None] = mapped_column(Float)
     # Where neither places it: "steady" (the timed rounds), "decode" or "generate" (token
-    # generation after timing); contract.recompile.PHASES says each in words.
+    # generation after timing), "mix" (the shape-mix replay), "profile" (the profiling pass);
+    # contract.recompile.PHASES says each in words.
     phase: Mapped[str | None] = mapped_column(Text)
 
     variant_result: Mapped[VariantResult] = relationship(back_populates="recompiles")

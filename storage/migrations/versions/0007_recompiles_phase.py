@@ -6,7 +6,8 @@ Create Date: 2026-12-07
 
 The engine's child records, with each recompile, the phase it happened in when that is not a
 warm-up call or a sweep value (``steady``: the timed rounds; ``decode``: llama_decode's
-generations; ``generate``: transformers' generate()). Storage dropped the key with a warning on
+generations; ``generate``: transformers' generate(); ``mix``: the shape-mix replay;
+``profile``: the profiling pass). Storage dropped the key with a warning on
 every such run; a recompile while timing means the timed calls held a compile, which a reader
 must see. Nullable: rows written before this revision, and recompiles placed by call index or
 sweep value, have none.
