@@ -197,11 +197,10 @@ _COUNTED: list[Any] = [-1, None, 0, 0]
 
 
 def compile_counts() -> tuple[int, int]:
-    """(frames dynamo has compiled, CUDA-graph warm-ups and recordings) so far. Run-time records
+    """(frames dynamo has compiled, CUDA-graph set-ups and recordings) so far. Run-time records
     are not compiles: a Mistral decoder under reduce-overhead logs one per decode position of its
-    first generation, and counting them read as 58 recompiles.
-    Classified again only when the records moved (dynamo's reset empties them), since decoding
-    asks per step."""
+    first generation, and counting them read as 58 recompiles. Classified again only when the
+    records moved (dynamo's reset empties them), since decoding asks per step."""
     ms = _metrics()
     last = ms[-1] if ms else None
     if len(ms) != _COUNTED[0] or last is not _COUNTED[1]:
