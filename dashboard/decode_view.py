@@ -24,6 +24,7 @@ def generation_table(variants: pd.DataFrame) -> pd.DataFrame:
     runs = {rid: [{"variant": x["variant"], **{k: x.get(k) for k, _ in PATHS}}
                   for _, x in grp.iterrows()]
             for rid, grp in variants.groupby("run_id")} if "run_id" in variants.columns else {}
+    eagers: dict[tuple[object, str], float | None] = {}  # the run's eager: formed once a path
     for _, r in variants.iterrows():
         for key, path in PATHS:
             d = r.get(key) if key in variants.columns else None
@@ -31,7 +32,10 @@ def generation_table(variants: pd.DataFrame) -> pd.DataFrame:
                 continue
             compiled = isinstance(d.get("eager"), dict)
             same_run = runs.get(r.get("run_id"), [])
-            eager = decode_report.run_eager(same_run, key, "tokens_per_s")[0]
+            if (r.get("run_id"), key) not in eagers:
+                eagers[r.get("run_id"), key] = decode_report.run_eager(
+                    same_run, key, "tokens_per_s")[0]
+            eager = eagers[r.get("run_id"), key]
             acc = d.get("accuracy") if isinstance(d.get("accuracy"), dict) else {}
             mem = d.get("memory") if isinstance(d.get("memory"), dict) else {}
             rows.append({

@@ -133,8 +133,8 @@ def counter_snapshot() -> dict[str, int]:
 
 def is_runtime_metric(m: Any) -> bool:
     """Whether a compilation-metrics record is work done at run time, not a frame compiled:
-    CUDA-graph trees log each warm-up and recording of a graph there (``is_runtime``), under
-    the frame's compile id and without a code name."""
+    CUDA-graph trees log each graph they set up for a new input shape or record there
+    (``is_runtime``), under the frame's compile id and without a code name."""
     return getattr(m, "is_runtime", False) is True
 
 
