@@ -51,10 +51,16 @@ def scaled(run: dict[str, Any], factor: float) -> dict[str, Any]:
 
 
 def speedup_verdicts(report: Any) -> str:
-    return ", ".join(f"{c.variant} {c.verdict} ({c.ratio:.3f}x, p={c.p_value:.3g})"
-                     if c.ratio is not None and c.p_value is not None
-                     else f"{c.variant} {c.verdict}"
-                     for c in report.changes if c.figure == "speedup")
+    """Each speedup's verdict with the shown ratio and, where the gate judged at one host speed
+    (engine/analysis/host_adjust.py), that ratio too."""
+    def one(c: Any) -> str:
+        if c.ratio is None or c.p_value is None:
+            return f"{c.variant} {c.verdict}"
+        adj = (f", {c.host_adjusted_ratio:.3f}x at one host speed"
+               if c.host_adjusted_ratio is not None else "")
+        return f"{c.variant} {c.verdict} ({c.ratio:.3f}x{adj}, p={c.p_value:.3g})"
+
+    return ", ".join(one(c) for c in report.changes if c.figure == "speedup")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ import plotly.io as pio
 
 from dashboard.report import _e, document_head
 from dashboard.review_tables import changes_table, headline_table
-from engine.analysis.gate import TEST_NAME
+from engine.analysis.gate import SPEEDUP_TESTS
 from engine.analysis.review import Review
 
 
@@ -57,7 +57,7 @@ def review_section(review: Review, figures: Sequence[go.Figure],
              f"<p class='muted'>{review.run_count} finished run(s) from {_e(window)}"
              + (" (the newest only: older runs were left out)" if review.truncated else "")
              + ". Each run is judged against the previous run of its config by the CI gate: a "
-             f"change is real ({_e(TEST_NAME)} for speedups, α = 0.05) and beyond a "
+             f"change is real ({_e(SPEEDUP_TESTS)} for speedups, α = 0.05) and beyond a "
              "threshold.</p>",
              "<h3>Headline figures per mode (each config's first run in the window → its "
              "latest)</h3>", _table(headline_table(review)),

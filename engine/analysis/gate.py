@@ -2,7 +2,11 @@
 
 A change is called a **regression** only when it is both *real* and *large*:
 
-* **Speedup** (eager ÷ compiled per-call median).  *Real*: a one-sided **Welch t-test on the
+* **Speedup** (eager ÷ compiled per-call median).  *Real* where both runs stored each
+  process's eager: the candidate's compiled time against the baseline's **at one host speed**,
+  eager as the covariate (engine/analysis/host_adjust.py: a launch-bound eager moves with the
+  host between runs, a CUDA-graph replay does not), one-sided t at α; *large*: that ratio below
+  the threshold.  Otherwise *real*: a one-sided **Welch t-test on the
   log per-process speedups** (``process_speedups`` of engine/analysis/stats.py: the process is the unit of
   replication, so the test's n is the number of measuring processes, never the number of
   samples; where processes drew their autotuned kernels anew, the kernel draw is) at
@@ -45,11 +49,15 @@ from typing import Any
 
 from contract.config_key import config_label
 from contract.fmt import positive
-from engine.analysis import repeat
+from engine.analysis import host_adjust, repeat
 from engine.analysis.headline import Headline, cells, eager_row, headline, memory_ratio, passes
 
 Run = Mapping[str, Any]
 TEST_NAME = "one-sided Welch t-test on log per-process speedups"
+ADJUSTED_TEST = ("one-sided t-test on log compiled time at one host speed (eager as covariate, "
+                 "engine/analysis/host_adjust.py)")
+SPEEDUP_TESTS = (f"{ADJUSTED_TEST} where both runs stored each process's eager, else a "
+                 f"{TEST_NAME}")
 HISTORY_RUNS = 5  # baseline runs of a config whose compile times form its prediction interval
 ENV_KEYS = ("gpu", "gpu_count", "driver", "cuda", "torch", "triton", "python", "commit", "host",
             "cpu", "os")
@@ -158,6 +166,9 @@ class Change:
     baseline_run: int | None = None
     candidate_run: int | None = None
     note: str = ""
+    host_adjusted_ratio: float | None = None
+    """Speedups only: the candidate's over the baseline's at one host speed, where the verdict
+    was judged so (engine/analysis/host_adjust.py); ``ratio`` stays the shown speedups' ratio."""
 
     @property
     def is_regression(self) -> bool:
@@ -195,7 +206,8 @@ class GateReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "verdict": "regressed" if self.regressions else "passed",
-            "exit_code": self.exit_code, "test": TEST_NAME, "alpha": self.thresholds.alpha,
+            "exit_code": self.exit_code, "test": TEST_NAME,
+            "adjusted_test": ADJUSTED_TEST, "alpha": self.thresholds.alpha,
             "thresholds": asdict(self.thresholds), "environment_differences": self.environment,
             "regressions": [asdict(c) for c in self.regressions],
             "improvements": [asdict(c) for c in self.improvements],
@@ -227,6 +239,14 @@ def compare_speedup(base: Mapping[str, Any], cand: Mapping[str, Any], thr: Thres
         change.note = "no speedup on one side"
         return change
     change.ratio = c / b
+    if (adj := host_adjust.compare(base, cand, _floor(base, cand))) is not None:
+        # both runs stored each process's eager: judged at one host speed (host_adjust.py)
+        change.host_adjusted_ratio, change.test = adj.ratio, ADJUSTED_TEST
+        change.note = host_adjust.words(adj)
+        side = _directional(adj.ratio, thr.speedup, worse_if_low=True)
+        p_slower = host_adjust.slower_p(adj)
+        change.p_value = p_slower if adj.ratio < 1 else 1.0 - p_slower
+        return _judged(change, side, thr, base, cand)
     eb, ec = log_estimate(base), log_estimate(cand)
     p_low = welch_lower_p(eb, ec) if eb and ec else None
     if eb and ec and "interval" in (eb.source, ec.source):
@@ -238,6 +258,22 @@ def compare_speedup(base: Mapping[str, Any], cand: Mapping[str, Any], thr: Thres
         change.verdict = "unchanged" if side == "same" else "untested"
         return change
     change.p_value = p_low if change.ratio < 1 else 1.0 - p_low
+    return _judged(change, side, thr, base, cand)
+
+
+def _floor(base: Mapping[str, Any], cand: Mapping[str, Any]) -> float | None:
+    """The larger of the two rows' spreads inside one process (log scale), if any."""
+    spreads = [float(r["within_process_spread"]) for r in (base, cand)
+               if isinstance(r.get("within_process_spread"), (int, float))
+               and not isinstance(r.get("within_process_spread"), bool)
+               and math.isfinite(r["within_process_spread"]) and r["within_process_spread"] >= 0]
+    return max(spreads) if spreads else None
+
+
+def _judged(change: Change, side: str, thr: Thresholds, base: Mapping[str, Any],
+            cand: Mapping[str, Any]) -> Change:
+    """The verdict from the direction against the threshold and the p-value set on ``change``."""
+    assert change.p_value is not None
     significant = change.p_value < thr.alpha
     if side == "same":
         change.verdict = "unchanged"

@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any
 
-from engine.analysis.gate import TEST_NAME, Change, GateReport
+from engine.analysis.gate import SPEEDUP_TESTS, Change, GateReport
 from engine.analysis.verdict import md_escape
 
 # A ratio below 1 said in words, as on the dashboard's Review page: a geomean speedup of
@@ -89,7 +89,7 @@ def to_markdown(report: GateReport, *, show_all: bool = False) -> str:
     verdict = (f"**REGRESSED**: {len(regs)} regression{'s' if len(regs) != 1 else ''}"
                if regs else "**PASSED**: no regression")
     lines += [f"### Gate: {verdict}", "",
-              f"A regression is statistically real (speedup: {TEST_NAME}; compile time: "
+              f"A regression is statistically real (speedup: {SPEEDUP_TESTS}; compile time: "
               f"prediction interval of the baseline's runs; α = {thr.alpha:g}; memory: "
               f"repeatable to the byte, threshold only) and beyond a "
               f"threshold: speedup below {thr.speedup:g}x of baseline, compile time above "

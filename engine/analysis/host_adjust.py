@@ -1,0 +1,136 @@
+"""Two runs' compiled time compared at one host speed: the gate's test where both runs stored
+each process's eager (analysis of covariance with eager as the covariate).
+
+A launch-bound eager follows the host's speed, which moves between runs minutes apart; a
+compiled call follows it less (a CUDA-graph replay hardly at all, fused code in between). So two
+runs of identical code read speedups apart by the host alone, and a gate that compares speedups
+calls a regression when eager moved and misses one when eager moved the other way
+(docs/measurements/2026-12-07-h200-verify.md: identical BERT-base runs 0.863x apart at
+p = 0.025 while the compiled call held within 2 %).
+
+Every process times eager and the variant paired, so each measured unit gives a point (log
+eager, log compiled) at that moment's host speed. Within each run, how far compiled follows
+eager across its units is a slope ``theta``; fitted on both runs together (each with its own
+level), the difference of the levels is the candidate's compiled time against the baseline's
+at one eager, i.e. at one host speed:
+
+    log c = level_run + theta * log e + noise,   shift = level_candidate - level_baseline
+
+``exp(-shift)`` is the candidate's speedup over the baseline's once the host's move is taken
+out; its standard error is the usual one of a fitted group difference (t with n - 3 degrees of
+freedom, n the units of both runs), which includes the uncertainty of ``theta``. ``theta`` is
+kept in [0, 1] (compiled neither speeds up when the host slows, nor slows more than eager):
+where the fit falls outside, it is fixed at the bound and the test has n - 2 degrees of
+freedom. Where processes redrew their autotuned kernels (docs/METHOD.md §2) the units are the
+draws, as for the interval (``stats.draw_units``).
+
+What this cannot take out: a move of the compiled call that eager does not share (another
+kernel choice between runs that replayed one draw each), which stays in ``shift`` as before.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from contract import fmt
+from contract.results import process_draws
+from engine.analysis import stats
+
+MIN_UNITS = 2  # per run: a level and a spread
+
+
+@dataclass(frozen=True)
+class HostAdjusted:
+    """The candidate's log compiled time against the baseline's at one host speed."""
+
+    shift: float
+    """log(candidate compiled / baseline compiled) at one eager: > 0 is slower."""
+    se: float
+    df: float
+    theta: float
+    """How far compiled follows eager within the runs (0: not at all, 1: as far)."""
+    eager_shift: float
+    """log(candidate eager / baseline eager), the host's move between the runs."""
+
+    @property
+    def ratio(self) -> float:
+        """The candidate's speedup over the baseline's at one host speed."""
+        return math.exp(-self.shift)
+
+
+def units(row: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(log eager, log compiled) per measured unit of a stored variant row, or None where the
+    row lacks per-process eager figures or holds anything but positive numbers (rows are read
+    from a database: hostile)."""
+    eager, speeds = row.get("process_eager_ms"), row.get("process_speedups")
+    if not (isinstance(eager, list) and isinstance(speeds, list) and len(eager) == len(speeds)):
+        return None
+    e = [fmt.positive(x) for x in eager]
+    s = [fmt.positive(x) for x in speeds]
+    if any(x is None for x in e + s):
+        return None
+    log_e = np.log(np.asarray(e, dtype=np.float64))
+    log_c = log_e - np.log(np.asarray(s, dtype=np.float64))
+    procs = row.get("processes")
+    ids = stats.draw_units(process_draws(procs)) if isinstance(procs, list) and \
+        len(procs) == len(e) else None
+    if ids is not None:
+        groups = _groups(ids)
+        log_e = np.array([log_e[g].mean() for g in groups])
+        log_c = np.array([log_c[g].mean() for g in groups])
+    return (log_e, log_c) if log_e.size >= MIN_UNITS else None
+
+
+def _groups(ids: Sequence[int]) -> list[list[int]]:
+    order: dict[int, list[int]] = {}
+    for i, u in enumerate(ids):
+        order.setdefault(u, []).append(i)
+    return list(order.values())
+
+
+def compare(base: Mapping[str, Any], cand: Mapping[str, Any],
+            floor: float | None = None) -> HostAdjusted | None:
+    """The host-adjusted comparison of two variant rows, or None where either lacks the
+    per-unit figures. ``floor``: the least residual standard deviation (log scale) to test
+    with, as the speedup test floors its spread at the noise inside one process."""
+    b, c = units(base), units(cand)
+    if b is None or c is None:
+        return None
+    (eb, cb), (ec, cc) = b, c
+    x = np.concatenate([eb - eb.mean(), ec - ec.mean()])  # within-run deviations
+    y = np.concatenate([cb - cb.mean(), cc - cc.mean()])
+    sxx = float(x @ x)
+    fitted = float(x @ y) / sxx if sxx > 0 else math.nan
+    free = 0.0 <= fitted <= 1.0
+    theta = fitted if free else (1.0 if math.isnan(fitted) else min(1.0, max(0.0, fitted)))
+    eager_shift = float(ec.mean() - eb.mean())
+    shift = float(cc.mean() - cb.mean()) - theta * eager_shift
+    df = x.size - 2 - (1 if free else 0)
+    if df < 1:
+        return None
+    res = y - theta * x
+    var = max(float(res @ res) / df, (floor or 0.0) ** 2)
+    var_shift = var * (1 / eb.size + 1 / ec.size)
+    if free:  # the slope's own uncertainty, carried over the eager shift
+        var_shift += var / sxx * eager_shift ** 2
+    return HostAdjusted(shift, math.sqrt(var_shift), float(df), theta, eager_shift)
+
+
+def slower_p(adj: HostAdjusted) -> float:
+    """One-sided p-value of "the candidate's compiled call is slower at one host speed"."""
+    from scipy import stats as sps
+
+    if adj.se <= 0:
+        return 0.0 if adj.shift > 0 else 1.0
+    return float(sps.t.sf(adj.shift / adj.se, adj.df))
+
+
+def words(adj: HostAdjusted) -> str:
+    """The adjustment said for a report's note."""
+    return (f"at one host speed {adj.ratio - 1:+.1%} (eager moved {math.expm1(adj.eager_shift):+.1%}"
+            f" between the runs; compiled follows eager by {adj.theta:.2f} within them)")
