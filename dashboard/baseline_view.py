@@ -107,5 +107,9 @@ def render(run_id: int, status: str) -> None:
     st.dataframe(safe.frame(review_tables.baseline_table(report)), hide_index=True,
                  placeholder=DASH,
                  key=f"baseline-table-{run_id}", column_config={
-                     "change %": st.column_config.NumberColumn("change", format="%+.1f%%")})
+                     "change %": st.column_config.NumberColumn("change", format="%+.1f%%"),
+                     "at one host speed %": st.column_config.NumberColumn(
+                         "at one host speed", format="%+.1f%%",
+                         help="the speedup's change with the host's move between the runs "
+                              "taken out: what the gate judged (docs/REGRESSIONS.md)")})
     _pin_button(run_id, status, "Pin this run as the new baseline")

@@ -22,8 +22,8 @@ PER_VARIANT = ("speedup", "compile time s", "memory ratio")
 FIGURE_WORDS = {"speedup": "speedup (×)", "compile time s": "cold compile (s)",
                 "memory ratio": "memory, eager ÷ compiled (×)", "passes": "passes"}
 # what a meeting reads first on the left (a wide table scrolls), the run's details after
-CHANGE_COLUMNS = ["verdict", "change %", "figure", "variant", "compare", "old → new", "config",
-                  "p", "runs", "appeared at", "commit", "torch"]
+CHANGE_COLUMNS = ["verdict", "change %", "at one host speed %", "figure", "variant", "compare",
+                  "old → new", "config", "p", "runs", "appeared at", "commit", "torch"]
 
 
 def fmt_value(value: Any, figure: str) -> str:
@@ -52,7 +52,19 @@ def old_new(c: Change) -> str:
 
 
 def change_pct(c: Change) -> str:
-    return "–" if c.ratio is None else f"{c.ratio - 1:+.1%}"
+    """The shown change, and beside it the one the gate judged where it judged at one host
+    speed."""
+    if c.ratio is None:
+        return "–"
+    at_one = host_pct(c)
+    return f"{c.ratio - 1:+.1%}" + ("" if at_one is None else f" ({at_one:+.1f}% at one host speed)")
+
+
+def host_pct(c: Change) -> float | None:
+    """The change at one host speed (%), where the gate judged the speedup so
+    (engine/analysis/host_adjust.py): the verdict's figure beside the shown one."""
+    r = c.host_adjusted_ratio
+    return None if not isinstance(r, float) or not math.isfinite(r) else round((r - 1) * 100, 1)
 
 
 def baseline_table(report: GateReport) -> pd.DataFrame:
@@ -65,10 +77,11 @@ def baseline_table(report: GateReport) -> pd.DataFrame:
         rows.append({"variant": c.variant, "figure": FIGURE_WORDS.get(c.figure, c.figure),
                      "baseline → this run": old_new(c),
                      "change %": None if c.ratio is None else round((c.ratio - 1) * 100, 1),
+                     "at one host speed %": host_pct(c),
                      "verdict": verdict_label(c.verdict), "p": "–" if c.p_value is None
                      else f"{c.p_value:.2g}", "note": c.note})
     return pd.DataFrame(rows, columns=["variant", "figure", "baseline → this run", "change %",
-                                       "verdict", "p", "note"])
+                                       "at one host speed %", "verdict", "p", "note"])
 
 
 def environment_table(report: GateReport) -> pd.DataFrame:
@@ -116,6 +129,7 @@ def changes_table(review: Review, link: Callable[[int, int], str]) -> pd.DataFra
             "figure": c.figure, "old → new": old_new(c),
             # a number, not "+12%": a text cell starting with + is neutralised as a formula
             "change %": None if c.ratio is None else round((c.ratio - 1) * 100, 1),
+            "at one host speed %": host_pct(c),
             "p": "–" if c.p_value is None else f"{c.p_value:.2g}",
             "runs": f"#{c.baseline_run} → #{c.candidate_run}",
             "appeared at": str(info.get("created_at") or "")[:16].replace("T", " "),

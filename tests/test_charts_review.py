@@ -168,6 +168,28 @@ def test_headline_and_changes_tables():
     assert ch["appeared at"] == "2026-11-06 09:00" and ch["torch"] == "2.12"
 
 
+def test_a_change_judged_at_one_host_speed_shows_both_figures():
+    """The gate judged at one host speed (engine/analysis/host_adjust.py): every table and text
+    shows the shown speedups' change and, beside it, the one the verdict was judged on."""
+    c = change("reduce-overhead", "speedup", 3.96, 3.42, "unchanged", p_value=0.4,
+               host_adjusted_ratio=0.972)
+    assert review_tables.change_pct(c) == "-13.6% (-2.8% at one host speed)"
+    row = review_tables.baseline_table(report(c)).iloc[0]
+    assert row["change %"] == -13.6 and row["at one host speed %"] == -2.8
+    r = a_review()
+    r.changes[0].host_adjusted_ratio = 0.9
+    ch = review_tables.changes_table(r, lambda a, b: "/x").iloc[0]
+    assert ch["change %"] == -40.0 and ch["at one host speed %"] == -10.0
+    html = report_review.build_review_report(r, [], lambda a, b: "/x", permalink="/review")
+    assert "(-40.0%; -10.0% at one host speed)" in html
+    plain = change("default", "speedup", 1.5, 0.9, "regression", p_value=0.001)
+    assert review_tables.change_pct(plain) == "-40.0%"
+    assert review_tables.baseline_table(report(plain)).iloc[0]["at one host speed %"] is None
+    for bad in (float("nan"), float("inf"), "0.9", True):
+        plain.host_adjusted_ratio = bad
+        assert review_tables.host_pct(plain) is None
+
+
 def test_html_review_escapes_user_text_and_links_compare():
     r = a_review(tag=EVIL)
     html = report_review.build_review_report(

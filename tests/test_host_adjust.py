@@ -4,6 +4,7 @@ of the compiled code, and a real slowdown is not hidden by it."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -138,3 +139,23 @@ def test_host_drift_between_runs_no_longer_fails_the_gate() -> None:
     false_welch, power_welch = (x / n for x in counts["welch"])
     assert false_adj <= 0.05 < false_welch
     assert power_adj >= 0.95 > power_welch
+
+
+def test_markdown_and_json_carry_the_figure_judged() -> None:
+    from engine.analysis.gate import gate
+    from engine.analysis.gate_report import to_json, to_markdown
+
+    base = {"run_id": 1, "spec": {"model": "bert_base"}, "status": "done", "variants": [
+        {**row([5.0, 4.7, 5.3, 5.05], [5.0, 4.7, 5.3, 5.05]), "variant": "eager"},
+        row([5.0, 4.7, 5.3, 5.05], [1.26, 1.25, 1.27, 1.265])]}
+    cand = {"run_id": 2, "spec": {"model": "bert_base"}, "status": "done", "variants": [
+        {**row([4.2, 4.0, 4.45, 4.25], [4.2, 4.0, 4.45, 4.25]), "variant": "eager"},
+        row([4.2, 4.0, 4.45, 4.25], [1.235, 1.23, 1.24, 1.238])]}
+    report = gate([(base, cand)], THR)
+    assert report.exit_code == 0
+    md = to_markdown(report)
+    assert "at one host speed" in md and "eager as covariate" in md
+    doc = json.loads(to_json(report))
+    speed = next(c for c in doc["changes"] if c["figure"] == "speedup")
+    assert 0.97 < speed["host_adjusted_ratio"] < 1.03 and speed["test"] == ADJUSTED_TEST
+    assert doc["adjusted_test"] == ADJUSTED_TEST

@@ -108,6 +108,10 @@ else:
                  column_config={"compare": st.column_config.LinkColumn(
                      "compare", display_text="open", width="small"),
                      "change %": st.column_config.NumberColumn("change", format="%+.1f%%"),
+                     "at one host speed %": st.column_config.NumberColumn(
+                         "at one host speed", format="%+.1f%%",
+                         help="the speedup's change with the host's move between the runs "
+                              "taken out: what the gate judged (docs/REGRESSIONS.md)"),
                      "config": st.column_config.TextColumn(
                          "config", width=people.fit_width(changes["config"], "config"))})
 

@@ -49,7 +49,12 @@ def _interval(change: Change) -> str:
 
 
 def _ratio(change: Change) -> str:
-    return "-" if change.ratio is None else f"{change.ratio - 1:+.1%}"
+    if change.ratio is None:
+        return "-"
+    adj = change.host_adjusted_ratio
+    at_one = (f" ({adj - 1:+.1%} at one host speed)"
+              if isinstance(adj, float) and math.isfinite(adj) else "")
+    return f"{change.ratio - 1:+.1%}{at_one}"
 
 
 def _p(change: Change) -> str:
