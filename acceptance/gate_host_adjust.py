@@ -38,7 +38,8 @@ from engine.analysis.gate import Thresholds, compare_speedup, gate  # noqa: E402
 
 THR = Thresholds()
 CASES = [(theta, within, host) for theta, within in ((0.1, 0.05), (0.4, 0.05), (0.9, 0.05),
-                                                     (0.4, 0.005), (0.4, 0.02))
+                                                     (0.4, 0.005), (0.4, 0.02), (0.9, 0.005),
+                                                     (1.0, 0.005), (1.0, 0.02))
          for host in (0.0, 0.07)]
 
 

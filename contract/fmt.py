@@ -12,7 +12,7 @@ def is_num(value: Any) -> bool:
         return False
     try:
         return math.isfinite(float(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return False
 
 
@@ -21,7 +21,10 @@ def positive(value: Any) -> float | None:
     None; strings and booleans are not numbers here, as they are in no stored figure."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond a float: no timing is
+        return None
     return value if math.isfinite(value) and value > 0 else None
 
 

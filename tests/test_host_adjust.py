@@ -97,22 +97,55 @@ def test_draw_units_average_the_processes_of_one_draw() -> None:
 
 
 def test_theta_is_kept_between_zero_and_one() -> None:
-    # compiled moves against eager inside each run: the slope is fixed at 0, one df more
+    # compiled moves against eager inside each run: the slope is kept at 0
     base = row([4.0, 4.5, 5.0], [1.3, 1.25, 1.2])
     cand = row([4.0, 4.5, 5.0], [1.3, 1.25, 1.2])
     adj = host_adjust.compare(base, cand)
-    assert adj.theta == 0.0 and adj.df == 4
-    # compiled moves twice as far as eager: fixed at 1 (the speedup itself)
-    base = row([4.0, 4.5, 5.0], [1.0, 1.25, 1.5])
-    adj = host_adjust.compare(base, base)
-    assert adj.theta == 1.0 and adj.shift == pytest.approx(0.0)
+    assert adj.theta == 0.0 and adj.df == 3 and adj.shift == pytest.approx(0.0)
+    # compiled moves twice as far as eager: kept at 1 (the speedup itself), and the spread is
+    # read about that line, not the fitted one (two runs of two processes each, old bundle
+    # positions 21 and 23, read p = 0.03 the other way)
+    base = row([4.0, 4.5, 5.0], [1.0, 1.27, 1.5])
+    cand = row([3.6, 4.05, 4.5], [0.9, 1.14, 1.35])
+    adj = host_adjust.compare(base, cand)
+    assert adj.theta == 1.0
+    line = host_adjust.compare(base, cand)
+    res = np.log([1.0, 1.27, 1.5]) - np.log([4.0, 4.5, 5.0])
+    assert line.se > np.std(res, ddof=1) / 2
+
+
+def test_a_slope_not_seen_leaves_the_speedup_test() -> None:
+    """Eager hardly moves inside the runs (0.2 %) while its noise is larger: the slope's
+    standard error is far above SLOPE_SE, so no comparison at one host speed is made."""
+    base = row([4.50, 4.51, 4.49, 4.505], [1.25, 1.27, 1.24, 1.26])
+    cand = row([4.0, 4.01, 3.99, 4.005], [1.10, 1.13, 1.12, 1.11])
+    assert host_adjust.compare(base, cand) is None
+    assert compare_speedup(base, cand, THR, **WHERE).test == TEST_NAME
 
 
 def test_floor_keeps_agreeing_processes_from_looking_certain() -> None:
-    base = row([4.5, 4.6, 4.4, 4.5], [1.25, 1.2778, 1.2222, 1.25])  # compiled follows exactly
-    cand = row([4.5, 4.6, 4.4, 4.5], [1.28, 1.3085, 1.2516, 1.28])
-    assert host_adjust.compare(base, cand).se < 1e-3
-    assert host_adjust.compare(base, cand, floor=0.05).se > 0.03
+    eager = [4.0, 4.5, 5.0, 4.5]
+    base = row(eager, [e / 3.6 for e in eager])  # compiled follows exactly
+    cand = row(eager, [e / 3.5 for e in eager])
+    assert host_adjust.compare(base, cand).se < 1e-6
+    assert host_adjust.compare(base, cand, floor=0.02).se > 0.014
+
+
+@pytest.mark.parametrize("bad", [{"process_speedups": [5e-324] * 4},
+                                 {"process_eager_ms": [10 ** 400] * 4},
+                                 {"within_process_spread": 10 ** 400}])
+def test_rows_beyond_a_float_do_not_crash_the_gate(bad: dict) -> None:
+    base = row([4.5, 4.6, 4.4, 4.5], [1.25, 1.27, 1.22, 1.25])
+    cand = row([4.5, 4.6, 4.4, 4.5], [1.25, 1.27, 1.22, 1.25])
+    base.update(bad)
+    ch = compare_speedup(base, cand, THR, **WHERE)
+    assert ch.verdict in ("unchanged", "not significant", "untested", "improvement",
+                          "regression")
+
+
+def test_identical_figures_read_p_one_half_not_zero() -> None:
+    adj = host_adjust.HostAdjusted(0.0, 0.0, 3.0, 0.5, 0.0)
+    assert host_adjust.slower_p(adj) == 0.5 == host_adjust.faster_p(adj)
 
 
 def test_identical_pair_of_one_process_each_is_not_tested_so() -> None:

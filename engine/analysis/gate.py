@@ -122,9 +122,9 @@ def log_estimate(row: Mapping[str, Any]) -> LogEstimate | None:
         k = len(logs)
         mean = sum(logs) / k
         var = sum((x - mean) ** 2 for x in logs) / (k - 1)
-        within = row.get("within_process_spread")
-        if isinstance(within, (int, float)) and math.isfinite(within):
-            var = max(var, float(within) ** 2)  # the floor: see the module notes
+        within = positive(row.get("within_process_spread"))  # a database's: hostile
+        if within is not None:
+            var = max(var, within ** 2)  # the floor: see the module notes
         return LogEstimate(mean, math.sqrt(var / k), k - 1, "processes")
     sp, lo, hi = (positive(row.get(k)) for k in ("speedup", "speedup_ci_low", "speedup_ci_high"))
     if sp is None or lo is None or hi is None or hi <= lo:
@@ -178,7 +178,8 @@ class Change:
         """How big the change is, for sorting "biggest first": |log ratio| (failures first)."""
         if self.figure in ("passes", "config"):
             return math.inf
-        return abs(math.log(self.ratio)) if self.ratio and self.ratio > 0 else 0.0
+        ratio = self.host_adjusted_ratio or self.ratio  # the figure the verdict was judged on
+        return abs(math.log(ratio)) if ratio and ratio > 0 else 0.0
 
 
 @dataclass
@@ -244,8 +245,8 @@ def compare_speedup(base: Mapping[str, Any], cand: Mapping[str, Any], thr: Thres
         change.host_adjusted_ratio, change.test = adj.ratio, ADJUSTED_TEST
         change.note = host_adjust.words(adj)
         side = _directional(adj.ratio, thr.speedup, worse_if_low=True)
-        p_slower = host_adjust.slower_p(adj)
-        change.p_value = p_slower if adj.ratio < 1 else 1.0 - p_slower
+        change.p_value = (host_adjust.slower_p(adj) if adj.ratio < 1
+                          else host_adjust.faster_p(adj))
         return _judged(change, side, thr, base, cand)
     eb, ec = log_estimate(base), log_estimate(cand)
     p_low = welch_lower_p(eb, ec) if eb and ec else None
@@ -262,11 +263,10 @@ def compare_speedup(base: Mapping[str, Any], cand: Mapping[str, Any], thr: Thres
 
 
 def _floor(base: Mapping[str, Any], cand: Mapping[str, Any]) -> float | None:
-    """The larger of the two rows' spreads inside one process (log scale), if any."""
-    spreads = [float(r["within_process_spread"]) for r in (base, cand)
-               if isinstance(r.get("within_process_spread"), (int, float))
-               and not isinstance(r.get("within_process_spread"), bool)
-               and math.isfinite(r["within_process_spread"]) and r["within_process_spread"] >= 0]
+    """The larger of the two rows' spreads inside one process (log scale), if any (rows
+    come from a database: anything but a positive finite number is none)."""
+    spreads = [s for s in (positive(r.get("within_process_spread")) for r in (base, cand))
+               if s is not None]
     return max(spreads) if spreads else None
 
 

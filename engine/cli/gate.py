@@ -72,8 +72,8 @@ def add_gate_parser(sub: Any) -> argparse.ArgumentParser:
                    help="regression below this × the baseline's pass rate per mode (default "
                         "%(default)s)")
     g.add_argument("--alpha", type=float, default=d.alpha,
-                   help="level of the one-sided Welch t-test on the speedups (default "
-                        "%(default)s)")
+                   help="level of the one-sided tests on the speedups (at one host speed, "
+                        "else Welch's) and on compile time (default %(default)s)")
     g.add_argument("--json", action="store_true", help="one JSON document instead of Markdown")
     g.add_argument("--all", action="store_true", help="also list every figure compared")
     return g
