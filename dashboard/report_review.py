@@ -37,10 +37,11 @@ def _changes(df: pd.DataFrame) -> str:
         return "<p class='muted'>none: no change beyond a threshold</p>"
     rows = []
     for _, r in df.iterrows():
-        pct = "" if pd.isna(r["change %"]) else f" ({r['change %']:+.1f}%"
-        at_one = r.get("at one host speed %")
-        pct += "" if not pct else (")" if at_one is None or pd.isna(at_one)
-                                   else f"; {at_one:+.1f}% at one host speed)")
+        pct, at_one = "", r.get("at one host speed %")
+        if not pd.isna(r["change %"]):
+            judged = "" if at_one is None or pd.isna(at_one) else \
+                f"; {at_one:+.1f}% at one host speed"
+            pct = f" ({r['change %']:+.1f}%{judged})"
         rows.append(
             f"<tr><td>{_e(r['verdict'])}</td><td>{_e(r['config'])}<br><b>{_e(r['variant'])}"
             f"</b> · {_e(r['figure'])}</td><td>{_e(r['old → new'])}{_e(pct)}</td>"

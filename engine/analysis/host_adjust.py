@@ -33,7 +33,7 @@ kernel choice between runs that replayed one draw each), which stays in ``shift`
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,18 +88,9 @@ def units(row: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
     procs = row.get("processes")
     ids = stats.draw_units(process_draws(procs)) if isinstance(procs, list) and \
         len(procs) == len(e) else None
-    if ids is not None:
-        groups = _groups(ids)
-        log_e = np.array([log_e[g].mean() for g in groups])
-        log_c = np.array([log_c[g].mean() for g in groups])
+    # a draw's processes averaged into one unit, as for the interval
+    log_e, log_c = stats.unit_log_ratios(log_e, ids), stats.unit_log_ratios(log_c, ids)
     return (log_e, log_c) if log_e.size >= MIN_UNITS else None
-
-
-def _groups(ids: Sequence[int]) -> list[list[int]]:
-    order: dict[int, list[int]] = {}
-    for i, u in enumerate(ids):
-        order.setdefault(u, []).append(i)
-    return list(order.values())
 
 
 def compare(base: Mapping[str, Any], cand: Mapping[str, Any],
@@ -139,20 +130,21 @@ def compare(base: Mapping[str, Any], cand: Mapping[str, Any],
 
 def slower_p(adj: HostAdjusted) -> float:
     """One-sided p-value of "the candidate's compiled call is slower at one host speed"."""
-    from scipy import stats as sps
-
-    if adj.se <= 0:
-        return 0.0 if adj.shift > 0 else 1.0 if adj.shift < 0 else 0.5
-    return float(sps.t.sf(adj.shift / adj.se, adj.df))
+    return _one_sided(adj.shift, adj.se, adj.df)
 
 
 def faster_p(adj: HostAdjusted) -> float:
     """One-sided p-value of "the candidate's compiled call is faster at one host speed"."""
+    return _one_sided(-adj.shift, adj.se, adj.df)
+
+
+def _one_sided(shift: float, se: float, df: float) -> float:
+    """P(T >= shift / se) for t with ``df``; with no spread, 0, 1 or 0.5 by the sign."""
     from scipy import stats as sps
 
-    if adj.se <= 0:
-        return 0.0 if adj.shift < 0 else 1.0 if adj.shift > 0 else 0.5
-    return float(sps.t.cdf(adj.shift / adj.se, adj.df))
+    if se <= 0:
+        return 0.0 if shift > 0 else 1.0 if shift < 0 else 0.5
+    return float(sps.t.sf(shift / se, df))
 
 
 def words(adj: HostAdjusted) -> str:
