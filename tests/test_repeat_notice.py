@@ -154,3 +154,27 @@ def test_the_gate_says_when_a_speedup_moved_because_eager_did():
     same = compare_speedup(base, row(5.0086, 1.2635, [3.95, 3.97, 3.96, 3.96]), Thresholds(),
                            config="bert", variant="ro")
     assert same.verdict == "unchanged" and same.note == ""
+
+
+# the H100 BERT-base runs of 2026-12-07 (runs 2 and 3): reduce-overhead's processes read the
+# host probe's module call at 0.829 and 0.917 µs (median over each variant's processes)
+PROBE2 = {**RUN2, "host_probe": {"module_call_us": 0.829, "launch_us": 6.16}}
+PROBE3 = {**RUN3, "host_probe": {"module_call_us": 0.917, "launch_us": 7.12}}
+
+
+def test_host_moved_where_the_probe_read_another_speed():
+    said = repeat.host_moved(PROBE2, PROBE3)
+    assert said == ("the host probe read a module call at 0.829 and 0.917 µs, 10 % apart: "
+                    "the runs timed on a host of another speed")
+    near = {**PROBE3, "host_probe": {"module_call_us": 0.86}}  # 3.6 %: said nothing
+    assert repeat.host_moved(PROBE2, near) is None
+    both = repeat.cause(PROBE2, PROBE3)
+    assert "eager moved" in both and both.endswith("a host of another speed")
+
+
+def test_host_moved_reads_nothing_from_hostile_probes():
+    for bad in (None, "0.9", [0.9], {"module_call_us": "0.9"}, {"module_call_us": float("nan")},
+                {"module_call_us": -1.0}, {"module_call_us": True}, {"module_call_us": 10**400},
+                {}, {"launch_us": 7.0}):
+        assert repeat.host_moved(PROBE2, {**PROBE3, "host_probe": bad}) is None
+        assert repeat.host_moved({**PROBE2, "host_probe": bad}, PROBE3) is None

@@ -96,9 +96,30 @@ def eager_moved(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
             "compiled code")
 
 
+HOST_MOVED = 0.05  # the host probe's module call this far apart between the two rows
+
+
+def _module_call_us(row: Mapping[str, Any]) -> float | None:
+    probe = row.get("host_probe")
+    return positive(probe.get("module_call_us")) if isinstance(probe, Mapping) else None
+
+
+def host_moved(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """Where the two rows' host probes (engine/measure/host_probe.py: one ``nn.Module`` call on
+    the timing core, the median over the variant's processes) read 5 % or more apart: the
+    measured host speed a launch-bound call follows. None when either probe is missing or
+    they agree."""
+    ua, ub = _module_call_us(a), _module_call_us(b)
+    if ua is None or ub is None or abs(ua / ub - 1) < HOST_MOVED:
+        return None
+    return (f"the host probe read a module call at {ua:.3g} and {ub:.3g} µs, "
+            f"{100 * abs(ua / ub - 1):.0f} % apart: the runs timed on a host of another speed")
+
+
 def cause(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
     """What the stored figures support on why two runs' speedups differ: the compiled kernels
     moved (``kernels_moved``), eager did (``eager_moved``), both (a few % of kernel time
-    beside a launch-bound eager's larger move), or None if neither."""
-    said = [s for s in (kernels_moved(a, b), eager_moved(a, b)) if s]
+    beside a launch-bound eager's larger move), and whether the host probe read another host
+    speed (``host_moved``); None if none of these."""
+    said = [s for s in (kernels_moved(a, b), eager_moved(a, b), host_moved(a, b)) if s]
     return "; ".join(said) or None
