@@ -83,3 +83,32 @@ def test_a_pinned_process_compiles_with_the_thread_count_it_times_with(monkeypat
     finally:
         torch.set_num_threads(before)
         torch._dynamo.reset()
+
+
+def test_fastest_core_is_chosen_by_the_probe_only_where_asked(monkeypatch):
+    """``COMPILELAB_TIMING_CORE=fastest``: each allowed CPU probed once, pinned there, the lowest
+    reading wins; junk readings are skipped; otherwise the run's core stands."""
+    pinned: list[set[int]] = []
+    monkeypatch.setattr(placement, "_allowed", lambda: {0, 1, 2, 3})
+    monkeypatch.setattr(placement.os, "sched_setaffinity", lambda pid, cpus: pinned.append(cpus))
+    speeds = {0: 0.93, 1: 0.82, 2: float("nan"), 3: 0.95}
+    probe = lambda: speeds[next(iter(pinned[-1]))]  # noqa: E731
+    monkeypatch.delenv(placement.CHOICE_ENV, raising=False)
+    assert placement.fastest(3, probe) == (3, {}) and pinned == []
+    monkeypatch.setenv(placement.CHOICE_ENV, "fastest")
+    core, read = placement.fastest(3, probe)
+    assert core == 1 and read == {0: 0.93, 1: 0.82, 3: 0.95}  # NaN left out
+    assert pinned == [{0}, {1}, {2}, {3}]
+    assert placement.fastest(None, probe) == (None, {})  # not pinned: no choice
+    speeds.update({0: -1.0, 1: "x", 2: float("inf"), 3: 0.0})
+    assert placement.fastest(3, probe) == (3, {})  # nothing read: the run's core
+
+
+def test_a_chosen_core_travels_in_the_process_record():
+    from contract.results import ProcessResult
+
+    proc = ProcessResult.from_json({"core_probe_us": {"0": 0.93, "15": 0.82, "3": "x", 4: 1.0,
+                                                      "5": -2.0, "6": float("nan")}})
+    assert dict(proc.core_probe_us) == {"0": 0.93, "15": 0.82}
+    assert ProcessResult.from_json({"core_probe_us": [1, 2]}).core_probe_us is None
+    assert proc.to_json()["core_probe_us"] == {"0": 0.93, "15": 0.82}

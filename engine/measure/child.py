@@ -163,6 +163,20 @@ def _after_compile(res: dict[str, Any], clock: PhaseClock, progress: Progress) -
     gates.mark("compiled")
 
 
+def _time_gate(c: _Child) -> None:
+    """The time gate; past it, where ``COMPILELAB_TIMING_CORE=fastest``, the process times on
+    whichever allowed CPU the host probe's module call reads fastest then
+    (``placement.fastest``), and keeps each CPU's reading for its record."""
+    _gate(c.clock, "time", c.progress, 0.2, c.core)
+    if c.core is None or placement.choice() != "fastest":
+        return
+    with c.clock.phase("host settle"):
+        chosen, read = placement.fastest(
+            c.core, lambda: host_probe.measure(c.device)["module_call_us"])
+    placement.pin(chosen)
+    c.core_probe_us = {str(cpu): us for cpu, us in read.items()}
+
+
 def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[[], object]],
                      budget: dict[str, Any], clock: PhaseClock, progress: Progress, phase: str,
                      pinned: bool = False) -> dict[str, Any]:
@@ -214,6 +228,7 @@ class _Child:
     clock: PhaseClock
     res: dict[str, Any]
     core: int | None = None
+    core_probe_us: dict[str, float] | None = None
     stage: str = "building"
     capture: Any = None
     dims: dict[str, int] = field(default_factory=dict)
@@ -339,7 +354,7 @@ def _warm_cache_process(c: _Child) -> None:
     paired rounds like the cold process, nothing else."""
     c.res["first_call_warm_s"] = _compile_call(c, "warm_cache") / 1e3
     c.res["compile_phases_warm_s"] = signals.compile_phases()
-    _gate(c.clock, "time", c.progress, 0.2, c.core)
+    _time_gate(c)
     c.stage = "warm-up"
     with c.clock.phase("warm-up"):
         for _ in range(max(int(c.run.get("warmup_calls", 10)), 3) - 1):
@@ -348,6 +363,7 @@ def _warm_cache_process(c: _Child) -> None:
     proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase,
                             pinned=c.core is not None)
     proc.pop("_rounds")
+    proc["core_probe_us"] = c.core_probe_us
     c.res["processes"] = [proc]
 
 
@@ -365,7 +381,7 @@ def _warm_up_curve(c: _Child) -> None:
             c.train.after_call(len(c.warm))
         if c.run.get("startup"):  # for the portable-artifacts strategy (engine/startup)
             startup.save_artifacts(c.res)
-    _gate(c.clock, "time", c.progress, 0.2, c.core)  # from here on, this process times alone
+    _time_gate(c)  # from here on, this process times alone
     c.stage = "warm-up"
     while len(c.warm) < n_warm:
         c.capture.context = {"call_index": len(c.warm) + 1}
@@ -403,6 +419,7 @@ def _steady_state(c: _Child) -> None:
     proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase,
                             pinned=c.core is not None)
     c.rounds = proc.pop("_rounds")
+    proc["core_probe_us"] = c.core_probe_us
     c.res["processes"] = [proc]
     c.res["wall_ms_per_call"] = statistics.median(proc["samples_ms"])
     if c.run.get("cross_check"):

@@ -23,9 +23,15 @@ fewer than ``MIN_CPUS`` usable CPUs is left alone.  No torch import.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 ENV = "COMPILELAB_PIN_TIMING"
 MIN_CPUS = 4
+# "last" times on the run's core; "fastest" lets each process, at its time gate, probe every
+# allowed CPU and time on the one that reads fastest then: a lent host's speed sits at levels
+# that change between processes (docs/measurements/2026-12-07-host-probe-h100.md), and whether
+# its cores sit at different levels at one moment is what acceptance/core_speed_probe.py asks.
+CHOICE_ENV = "COMPILELAB_TIMING_CORE"
 
 
 def _allowed() -> set[int]:
@@ -58,3 +64,27 @@ def pin(core: int | None) -> list[int]:
     if core is not None:
         os.sched_setaffinity(0, {core})
     return sorted(_allowed())
+
+
+def choice() -> str:
+    """``fastest`` where ``COMPILELAB_TIMING_CORE`` asks for it, else ``last``."""
+    return "fastest" if os.environ.get(CHOICE_ENV, "").strip().lower() == "fastest" else "last"
+
+
+def fastest(core: int | None, probe: Callable[[], float]) -> tuple[int | None, dict[int, float]]:
+    """At the time gate, with ``choice() == "fastest"``: pinned to each allowed CPU in turn,
+    ``probe()`` (µs, lower is faster); returns the fastest core and every core's reading. Where
+    timing is not pinned (``core`` None), the choice is off, or no probe reads a number, the
+    run's ``core`` and what was read."""
+    if core is None or choice() != "fastest":
+        return core, {}
+    read: dict[int, float] = {}
+    for cpu in sorted(_allowed() | {core}):
+        try:
+            os.sched_setaffinity(0, {cpu})
+            value = float(probe())
+        except (OSError, ValueError, TypeError):
+            continue
+        if value > 0 and value < float("inf"):
+            read[cpu] = value
+    return (min(read, key=read.__getitem__) if read else core), read
