@@ -53,6 +53,25 @@ def test_a_slow_process_waits_until_the_host_reads_fast_again(tmp_path):
     assert fastest == 0.8 and waited == pytest.approx(0.78, abs=0.005)
 
 
+def test_a_run_that_began_slow_still_waits_where_the_core_choice_read_fast(tmp_path):
+    """The H100 run of 2026-12-07 whose first processes all read ~1.9-2.0 µs: the reference was
+    their own slow reading and no later slow process waited. A reading of the core choice
+    (``seen_us``) lowers the reference; junk there changes nothing."""
+    path = tmp_path / "host_settle.json"
+    host_settle.write_shared(path, 1.97, 0.0)
+    host = FakeHost([2.03, 1.9, 0.95])
+    probe, rec = host_settle.settle(host.probe, sleep=host.sleep, clock=lambda: host.now,
+                                    path=path, seen_us=0.93)
+    assert rec["reference_us"] == 0.93 and probe["module_call_us"] == 0.95 and len(host.slept) == 2
+    assert host_settle.read_shared(path)[0] == 0.93  # later processes wait against it too
+    for junk in (None, -1.0, float("nan"), "0.5", True, 10**400):
+        host_settle.write_shared(path, 1.97, 0.0)
+        h = FakeHost([2.03])
+        _, rec = host_settle.settle(h.probe, sleep=h.sleep, clock=lambda h=h: h.now, path=path,
+                                    seen_us=junk)
+        assert rec["reference_us"] == 1.97 and h.slept == []
+
+
 def test_a_fast_reading_lowers_the_reference_for_later_processes(tmp_path):
     path = tmp_path / "host_settle.json"
     host_settle.write_shared(path, 1.0, 0.0)

@@ -89,19 +89,19 @@ def test_fastest_core_is_chosen_by_the_probe_only_where_asked(monkeypatch):
     """``COMPILELAB_TIMING_CORE=fastest``: each allowed CPU probed once, pinned there, the lowest
     reading wins; junk readings are skipped; otherwise the run's core stands."""
     pinned: list[set[int]] = []
-    monkeypatch.setattr(placement, "_allowed", lambda: {0, 1, 2, 3})
+    monkeypatch.setattr(placement, "_allowed", lambda: {3})  # pinned at the gate already
     monkeypatch.setattr(placement.os, "sched_setaffinity", lambda pid, cpus: pinned.append(cpus))
     speeds = {0: 0.93, 1: 0.82, 2: float("nan"), 3: 0.95}
     probe = lambda: speeds[next(iter(pinned[-1]))]  # noqa: E731
     monkeypatch.delenv(placement.CHOICE_ENV, raising=False)
-    assert placement.fastest(3, probe) == (3, {}) and pinned == []
+    assert placement.fastest(3, probe, {0, 1, 2, 3}) == (3, {}) and pinned == []
     monkeypatch.setenv(placement.CHOICE_ENV, "fastest")
-    core, read = placement.fastest(3, probe)
+    core, read = placement.fastest(3, probe, {0, 1, 2, 3})
     assert core == 1 and read == {0: 0.93, 1: 0.82, 3: 0.95}  # NaN left out
     assert pinned == [{0}, {1}, {2}, {3}]
-    assert placement.fastest(None, probe) == (None, {})  # not pinned: no choice
+    assert placement.fastest(None, probe, {0, 1, 2, 3}) == (None, {})  # not pinned: no choice
     speeds.update({0: -1.0, 1: "x", 2: float("inf"), 3: 0.0})
-    assert placement.fastest(3, probe) == (3, {})  # nothing read: the run's core
+    assert placement.fastest(3, probe, {0, 1, 2, 3}) == (3, {})  # nothing read: the run's core
 
 
 def test_a_chosen_core_travels_in_the_process_record():
@@ -112,3 +112,29 @@ def test_a_chosen_core_travels_in_the_process_record():
     assert dict(proc.core_probe_us) == {"0": 0.93, "15": 0.82}
     assert ProcessResult.from_json({"core_probe_us": [1, 2]}).core_probe_us is None
     assert proc.to_json()["core_probe_us"] == {"0": 0.93, "15": 0.82}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux only")
+def test_the_choice_probes_every_cpu_the_process_was_given_after_it_pinned(monkeypatch):
+    """The child's order: CPUs read at start, kept off the run's core, pinned at the gate, then
+    the choice: every given CPU is probed, not only the one it is pinned to."""
+    import multiprocessing as mp
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU")
+    monkeypatch.setenv(placement.CHOICE_ENV, "fastest")
+
+    def child(q):
+        given, core = placement.allowed(), max(os.sched_getaffinity(0))
+        placement.keep_off(core)
+        placement.pin(core)
+        probe = lambda: 1.0 + sorted(os.sched_getaffinity(0))[0]  # noqa: E731  CPU 0 fastest
+        q.put(placement.fastest(core, probe, given))
+
+    q = mp.get_context("fork").Queue()
+    p = mp.get_context("fork").Process(target=child, args=(q,))
+    p.start()
+    chosen, read = q.get(timeout=30)
+    p.join(30)
+    assert sorted(read) == cpus and chosen == cpus[0]

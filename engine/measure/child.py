@@ -172,14 +172,14 @@ def _time_gate(c: _Child) -> None:
         return
     with c.clock.phase("host settle"):
         chosen, read = placement.fastest(
-            c.core, lambda: host_probe.measure(c.device)["module_call_us"])
+            c.core, lambda: host_probe.measure(c.device)["module_call_us"], c.cpus)
     placement.pin(chosen)
     c.core_probe_us = {str(cpu): us for cpu, us in read.items()}
 
 
 def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[[], object]],
                      budget: dict[str, Any], clock: PhaseClock, progress: Progress, phase: str,
-                     pinned: bool = False) -> dict[str, Any]:
+                     pinned: bool = False, seen_us: float | None = None) -> dict[str, Any]:
     """Paired steady-state rounds in this process: one entry of the result's ``processes``.
 
     Also keeps the pooled top-level series (``samples_ms`` ...), which the runner concatenates
@@ -189,7 +189,8 @@ def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[
     settled = None
     if pinned and host_settle.enabled():
         with clock.phase("host settle"):
-            probe, settled = host_settle.settle(lambda: host_probe.measure(timer.device))
+            probe, settled = host_settle.settle(lambda: host_probe.measure(timer.device),
+                                                seen_us=seen_us)
     with HostLoad() as load, clock.phase("measure"):
         if settled is None:
             probe = host_probe.measure(timer.device)
@@ -228,6 +229,7 @@ class _Child:
     clock: PhaseClock
     res: dict[str, Any]
     core: int | None = None
+    cpus: set[int] = field(default_factory=set)  # as given, before keep_off and pin
     core_probe_us: dict[str, float] | None = None
     stage: str = "building"
     capture: Any = None
@@ -361,7 +363,8 @@ def _warm_cache_process(c: _Child) -> None:
             c.timer.wall_ms(c.fn)
     c.stage = "measuring"
     proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase,
-                            pinned=c.core is not None)
+                            pinned=c.core is not None,
+                            seen_us=min(c.core_probe_us.values()) if c.core_probe_us else None)
     proc.pop("_rounds")
     proc["core_probe_us"] = c.core_probe_us
     c.res["processes"] = [proc]
@@ -417,7 +420,8 @@ def _steady_state(c: _Child) -> None:
     c.stage = "measuring"
     c.capture.context = {"call_index": None, "phase": "steady"}
     proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase,
-                            pinned=c.core is not None)
+                            pinned=c.core is not None,
+                            seen_us=min(c.core_probe_us.values()) if c.core_probe_us else None)
     c.rounds = proc.pop("_rounds")
     proc["core_probe_us"] = c.core_probe_us
     c.res["processes"] = [proc]
@@ -501,7 +505,7 @@ def measure(spec: dict[str, Any], progress: Progress) -> dict[str, Any]:
                            "error": None, "timer": timer.name, "phases": clock.phases,
                            "process_started_at": time.time() - (time.perf_counter() - _T0)}
     c = _Child(run, variant, phase, progress, spec.get("explain_ahead") is True, timer, clock,
-               res, core=placement.timing_core(run["device"]))
+               res, core=placement.timing_core(run["device"]), cpus=placement.allowed())
     placement.keep_off(c.core)  # until this process's timing window opens
     try:
         progress("building", 0.0, force=True)

@@ -74,14 +74,19 @@ def write_shared(path: Path | None, fastest_us: float, waited_s: float) -> None:
 
 def settle(probe: Probe, *, sleep: Callable[[float], None] = time.sleep,
            clock: Callable[[], float] = time.monotonic,
-           path: Path | None = None) -> tuple[dict[str, float], dict[str, Any]]:
+           path: Path | None = None, seen_us: float | None = None
+           ) -> tuple[dict[str, float], dict[str, Any]]:
     """Probe until the host reads at its usual speed or the waits run out.
 
     Returns the last probe (the one recorded beside the timing that follows) and what settling
     did: ``{"reference_us", "waited_s", "probes", "slow"}`` (``slow``: still more than ``SLOW``
-    times the reference when timing began)."""
+    times the reference when timing began). ``seen_us``: the fastest module call this process
+    read a moment ago while choosing its core (engine/measure/placement.py ``fastest``), so a
+    run whose first processes all timed in a slow episode still knows the host's usual speed."""
     path = path if path is not None else _shared_path()
     fastest, run_waited = read_shared(path)
+    if (seen := positive(seen_us)) is not None:
+        fastest = seen if fastest is None else min(fastest, seen)
     probes, waited, t0 = 0, 0.0, None
     while True:
         last = probe()

@@ -15,6 +15,11 @@ for a process started on one core (``taskset -c N``): with the default pool of o
 core all sharing the one core, calls read far slower (the same file).  A model
 that does heavy CPU work inside a GPU run's call reads that work single-threaded.
 
+``COMPILELAB_TIMING_CORE=fastest`` (opt-in while it is measured against the fixed core):
+past the time gate the process probes every CPU it was given and times on the one that reads
+fastest then, because a lent host's CPUs were seen at two speeds at once, each flipping within
+seconds (docs/measurements/2026-12-07-core-choice-h100.md).
+
 Not on the CPU device: there the model itself runs on the cores (intra-op threads), and one
 core would measure another program.  ``COMPILELAB_PIN_TIMING=0`` turns it off; a host with
 fewer than ``MIN_CPUS`` usable CPUs is left alone.  No torch import.
@@ -71,15 +76,23 @@ def choice() -> str:
     return "fastest" if os.environ.get(CHOICE_ENV, "").strip().lower() == "fastest" else "last"
 
 
-def fastest(core: int | None, probe: Callable[[], float]) -> tuple[int | None, dict[int, float]]:
-    """At the time gate, with ``choice() == "fastest"``: pinned to each allowed CPU in turn,
-    ``probe()`` (µs, lower is faster); returns the fastest core and every core's reading. Where
-    timing is not pinned (``core`` None), the choice is off, or no probe reads a number, the
-    run's ``core`` and what was read."""
+def allowed() -> set[int]:
+    """The CPUs this process may use now (empty where that cannot be read): read it before
+    ``keep_off`` and ``pin`` narrow it, for ``fastest``."""
+    return _allowed()
+
+
+def fastest(core: int | None, probe: Callable[[], float], cpus: set[int]
+            ) -> tuple[int | None, dict[int, float]]:
+    """At the time gate, with ``choice() == "fastest"``: pinned to each of ``cpus`` (the CPUs
+    the process was given, read before it kept off or pinned) in turn, ``probe()`` (µs, lower
+    is faster); returns the fastest core and every core's reading. Where timing is not pinned
+    (``core`` None), the choice is off, or no probe reads a number, the run's ``core`` and what
+    was read."""
     if core is None or choice() != "fastest":
         return core, {}
     read: dict[int, float] = {}
-    for cpu in sorted(_allowed() | {core}):
+    for cpu in sorted(set(cpus) | {core}):
         try:
             os.sched_setaffinity(0, {cpu})
             value = float(probe())
