@@ -32,11 +32,7 @@ from collections.abc import Callable
 
 ENV = "COMPILELAB_PIN_TIMING"
 MIN_CPUS = 4
-# "last" times on the run's core; "fastest" lets each process, at its time gate, probe every
-# allowed CPU and time on the one that reads fastest then: a lent host's speed sits at levels
-# that change between processes (docs/measurements/2026-12-07-host-probe-h100.md), and whether
-# its cores sit at different levels at one moment is what acceptance/core_speed_probe.py asks.
-CHOICE_ENV = "COMPILELAB_TIMING_CORE"
+CHOICE_ENV = "COMPILELAB_TIMING_CORE"  # "fastest", else the run's core (the docstring says why)
 
 
 def _allowed() -> set[int]:
