@@ -138,3 +138,12 @@ def test_the_choice_probes_every_cpu_the_process_was_given_after_it_pinned(monke
     chosen, read = q.get(timeout=30)
     p.join(30)
     assert sorted(read) == cpus and chosen == cpus[0]
+
+
+@pytest.mark.parametrize("value,expected", [("fastest", "fastest"), (" FASTEST\n", "fastest"),
+                                            ("", "last"), ("1", "last"), ("yes", "last"),
+                                            ("fastest;rm -rf /", "last"), ("\x00", "last")])
+def test_the_choice_reads_only_fastest_from_the_environment(monkeypatch, value, expected):
+    monkeypatch.setenv(placement.CHOICE_ENV, value) if "\x00" not in value else \
+        monkeypatch.setattr(placement.os, "environ", {placement.CHOICE_ENV: value})
+    assert placement.choice() == expected
