@@ -122,6 +122,7 @@ def test_eager_moved_where_eager_moved_and_the_compiled_call_held():
     said = repeat.eager_moved(RUN2, RUN3)
     assert said.startswith("eager took 5.009 and 4.228 ms per call, 18.5 % apart, while the "
                            "compiled call held within 2.3 % (1.264 and 1.236 ms)")
+    assert "18.5 % apart" in repeat.eager_moved(RUN3, RUN2)  # whichever run comes first
     assert repeat.eager_moved(RUN2, {**RUN3, "median_ms": 1.10}) is None  # compiled moved too
     assert repeat.eager_moved(RUN2, {**RUN3, "eager_median_ms": 5.00}) is None  # < 2 %
     for bad in (None, "4.2", float("nan"), -1.0, True, 0):
@@ -164,8 +165,9 @@ PROBE3 = {**RUN3, "host_probe": {"module_call_us": 0.917, "launch_us": 7.12}}
 
 def test_host_moved_where_the_probe_read_another_speed():
     said = repeat.host_moved(PROBE2, PROBE3)
-    assert said == ("the host probe read a module call at 0.829 and 0.917 µs, 10 % apart: "
+    assert said == ("the host probe read a module call at 0.829 and 0.917 µs, 11 % apart: "
                     "the runs timed on a host of another speed")
+    assert "11 % apart" in repeat.host_moved(PROBE3, PROBE2)  # whichever run comes first
     near = {**PROBE3, "host_probe": {"module_call_us": 0.86}}  # 3.6 %: said nothing
     assert repeat.host_moved(PROBE2, near) is None
     both = repeat.cause(PROBE2, PROBE3)

@@ -48,6 +48,12 @@ def apart(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return gap is not None and gap[0] > gap[1]
 
 
+def _apart(x: float, y: float) -> float:
+    """How far apart two positive figures are, the larger over the smaller less one: the same
+    whichever run comes first, and the same as the compare page's "N % more"."""
+    return max(x, y) / min(x, y) - 1
+
+
 KERNELS_MOVED = 0.02  # compiled device time this far apart between the runs ...
 EAGER_HELD = 1 / 3  # ... while eager's moved at most this share of that
 
@@ -61,7 +67,7 @@ def _moved_while_held(a: Mapping[str, Any], b: Mapping[str, Any], moving: str, h
     ha, hb = (positive(r.get(holding)) for r in (a, b))
     if ma is None or mb is None or ha is None or hb is None:
         return None
-    moved, held = abs(ma / mb - 1), abs(ha / hb - 1)
+    moved, held = _apart(ma, mb), _apart(ha, hb)
     if moved < KERNELS_MOVED or held > EAGER_HELD * moved:
         return None
     return moved, held, ma, mb, ha, hb
@@ -110,10 +116,10 @@ def host_moved(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
     measured host speed a launch-bound call follows. None when either probe is missing or
     they agree."""
     ua, ub = _module_call_us(a), _module_call_us(b)
-    if ua is None or ub is None or abs(ua / ub - 1) < HOST_MOVED:
+    if ua is None or ub is None or _apart(ua, ub) < HOST_MOVED:
         return None
     return (f"the host probe read a module call at {ua:.3g} and {ub:.3g} µs, "
-            f"{100 * abs(ua / ub - 1):.0f} % apart: the runs timed on a host of another speed")
+            f"{100 * _apart(ua, ub):.0f} % apart: the runs timed on a host of another speed")
 
 
 def cause(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
