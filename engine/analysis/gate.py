@@ -13,7 +13,9 @@ A change is called a **regression** only when it is both *real* and *large*:
   **α = 0.05** (``--alpha``), with each side's standard error and degrees of freedom
   as its stored interval used them (``speedup_log_se``, ``speedup_df``: the variance shared with
   the run's other variants or the host's history where it agreed), so the gate and the shown
-  interval judge alike; results stored before those figures use the per-process spread alone.  Each side's variance is floored at the squared
+  interval judge alike; results stored before those figures use the per-process spread alone.
+  With a tag as baseline and three or more of its runs of the config, their run-to-run spread
+  beyond their own intervals is added once for each run (engine/analysis/between_runs.py).  Each side's variance is floored at the squared
   within-process spread (``within_process_spread``): two processes that happen to agree cannot
   make a difference look more certain than the noise inside each process allows.  A side without
   per-process speedups (one process, or results from an older Compile Lab) enters the test with
@@ -49,7 +51,7 @@ from typing import Any
 
 from contract.config_key import config_label
 from contract.fmt import positive
-from engine.analysis import host_adjust, repeat
+from engine.analysis import between_runs, host_adjust, repeat
 from engine.analysis.headline import Headline, cells, eager_row, headline, memory_ratio, passes
 
 Run = Mapping[str, Any]
@@ -57,7 +59,8 @@ TEST_NAME = "one-sided Welch t-test on log per-process speedups"
 ADJUSTED_TEST = ("one-sided t-test on log compiled time at one host speed (eager as covariate, "
                  "engine/analysis/host_adjust.py)")
 SPEEDUP_TESTS = (f"{ADJUSTED_TEST} where both runs stored each process's eager, else a "
-                 f"{TEST_NAME}")
+                 f"{TEST_NAME} (with a tag as baseline and 3 or more of its runs of the config, "
+                 "their run-to-run spread beyond their intervals added for each run)")
 HISTORY_RUNS = 5  # baseline runs of a config whose compile times form its prediction interval
 ENV_KEYS = ("gpu", "gpu_count", "driver", "cuda", "torch", "triton", "python", "commit", "host",
             "cpu", "os")
@@ -135,14 +138,20 @@ def log_estimate(row: Mapping[str, Any]) -> LogEstimate | None:
                        float(k - 1) if k >= 2 else math.inf, "interval")
 
 
-def welch_lower_p(baseline: LogEstimate, candidate: LogEstimate) -> float | None:
+def welch_lower_p(baseline: LogEstimate, candidate: LogEstimate,
+                  between: between_runs.BetweenRuns | None = None) -> float | None:
     """One-sided p-value of "candidate's log speedup is lower than baseline's" (Welch's t with
-    Welch–Satterthwaite degrees of freedom); None when neither side has any spread."""
-    var = baseline.se ** 2 + candidate.se ** 2
+    Welch–Satterthwaite degrees of freedom); None when neither side has any spread. ``between``:
+    the baseline's between-run variance, added once for each run, its own degrees of freedom
+    (runs - 1) in the Satterthwaite sum."""
+    extra = 2 * between.tau2 if between is not None else 0.0
+    var = baseline.se ** 2 + candidate.se ** 2 + extra
     if var <= 0:
         return None
     t = (candidate.mean - baseline.mean) / math.sqrt(var)
     denom = sum(e.se ** 4 / e.df for e in (baseline, candidate) if math.isfinite(e.df) and e.df > 0)
+    if between is not None and extra > 0:
+        denom += extra ** 2 / (between.runs - 1)
     df = var ** 2 / denom if denom > 0 else math.inf
     return float(_sps().norm.cdf(t) if math.isinf(df) else _sps().t.cdf(t, df))
 
@@ -231,7 +240,10 @@ def _directional(ratio: float, low_limit: float, worse_if_low: bool) -> str:
 
 
 def compare_speedup(base: Mapping[str, Any], cand: Mapping[str, Any], thr: Thresholds,
-                    **where: Any) -> Change:
+                    history: Sequence[Mapping[str, Any]] = (), **where: Any) -> Change:
+    """The speedup: at one host speed where both runs allow it (host_adjust.py), else Welch's
+    test, which counts the run-to-run spread of ``history`` (this variant's rows in the
+    baseline's runs of the config, between_runs.py) where there is one."""
     b, c = positive(base.get("speedup")), positive(cand.get("speedup"))
     change = Change(figure="speedup", baseline=b, candidate=c, verdict="untested",
                     baseline_interval=_interval(base), candidate_interval=_interval(cand),
@@ -249,10 +261,16 @@ def compare_speedup(base: Mapping[str, Any], cand: Mapping[str, Any], thr: Thres
                           else host_adjust.faster_p(adj))
         return _judged(change, side, thr, base, cand)
     eb, ec = log_estimate(base), log_estimate(cand)
-    p_low = welch_lower_p(eb, ec) if eb and ec else None
+    between = between_runs.estimate(history, log_estimate)
+    p_low = welch_lower_p(eb, ec, between) if eb and ec else None
     if eb and ec and "interval" in (eb.source, ec.source):
         change.note = "one side has no per-process speedups: tested with its interval, which " \
                       "sees only the noise inside one process"
+    if p_low is not None and between is not None and between.tau2 > 0:
+        change.test = f"{TEST_NAME}, with the run-to-run spread of {between.runs} baseline runs"
+        said = (f"identical runs of this config moved {between.percent:.1f} % (sd) beyond "
+                f"their intervals over {between.runs} baseline runs: counted for each run")
+        change.note = f"{change.note}; {said}" if change.note else said
     side = _directional(change.ratio, thr.speedup, worse_if_low=True)
     if p_low is None:
         change.note = "no interval on one side: not tested"
@@ -345,6 +363,16 @@ def _state(row: Mapping[str, Any] | None) -> str:
     return f"failed ({reason})"
 
 
+def _same_setup(run: Run, base: Run) -> bool:
+    """Whether ``run`` is a replicate of ``base``: the same code and host by every
+    ``ENV_KEYS`` value. A run at another commit or torch may differ for a real reason, and its
+    move must not widen the spread the next change is judged against."""
+    env, ref = run.get("environment"), base.get("environment")
+    if not isinstance(env, Mapping) or not isinstance(ref, Mapping):
+        return False
+    return all(str(env.get(k)) == str(ref.get(k)) for k in ENV_KEYS)
+
+
 def compare_runs(base: Run, cand: Run, thr: Thresholds, label: str | None = None,
                  history: Sequence[Run] = ()) -> list[Change]:
     """Every variant the baseline ran that the candidate asked for, against the candidate's
@@ -367,8 +395,10 @@ def compare_runs(base: Run, cand: Run, thr: Thresholds, label: str | None = None
         if not (b_ok and c_ok):
             continue
         assert brow is not None and crow is not None
-        out.append(compare_speedup(brow, crow, thr, **where))
-        past = [(cells(h).get(variant) or {}).get("first_call_cold_s") for h in history]
+        rows = [cells(h).get(variant) or {} for h in history]
+        same = [cells(h).get(variant) or {} for h in history if _same_setup(h, base)]
+        out.append(compare_speedup(brow, crow, thr, history=same, **where))
+        past = [row.get("first_call_cold_s") for row in rows]
         out.append(compare_compile(brow, crow, thr, history=past, **where))
         out.append(compare_memory(memory_ratio(b_eager, brow), memory_ratio(c_eager, crow), thr,
                                   **where))
