@@ -38,7 +38,10 @@ MAX_SERIES = 1_000_000
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond a float, e.g. 10**400 in a stored JSON
+        return None
     return value if math.isfinite(value) else None
 
 

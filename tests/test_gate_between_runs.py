@@ -88,7 +88,8 @@ def test_only_runs_of_the_same_code_and_host_are_replicates():
     def run(run_id: int, level: float, commit: str = "aaaa") -> dict:
         r = {**row(level, rng), "variant": "ro", "status": "ok"}
         return {"run_id": run_id, "spec": {"model": "bert", "variants": ["eager", "ro"]},
-                "environment": {"commit": commit, "torch": "2.11"}, "variants": [r]}
+                "environment": {"commit": commit, "torch": "2.11", "host": "h1"},
+                "variants": [r]}
 
     base = run(5, math.log(3.4))
     other = [run(1, math.log(3.4) + 0.3, "old1"), run(2, math.log(3.4) - 0.3, "old2"),
@@ -106,3 +107,59 @@ def test_only_runs_of_the_same_code_and_host_are_replicates():
     plain = [c for c in compare_runs(base, cand, Thresholds(), history=hostile + [base])
              if c.figure == "speedup"][0]
     assert "run-to-run" not in (plain.test or "")
+
+
+def _r(**kw) -> dict:
+    return {"speedup": 2.0, "speedup_ci_low": 1.9, "speedup_ci_high": 2.1,
+            "process_speedups": [2.0, 2.02], **kw}
+
+
+@pytest.mark.parametrize("bad", [
+    {"speedup_log_se": 1e-300, "speedup_df": 5}, {"speedup_log_se": 1e200, "speedup_df": 5},
+    {"process_speedups": None, "n_processes": float("nan")},
+    {"process_speedups": None, "n_processes": float("inf")},
+    {"process_speedups": None, "n_processes": 10 ** 11},
+    {"within_process_spread": 1e200}, {"speedup": 1e308, "process_speedups": [1e308, 5e-324]},
+    {"status": "failed"}, {"correct": False}])
+def test_a_hostile_history_row_is_skipped_not_raised(bad):
+    """Rows from a database (the attacker's pass of 2026-12-07): each is skipped, and the
+    gate judges with what is left or as before."""
+    rng = random.Random(8)
+    history = [_r(**bad)] * 3 + [row(math.log(2.0), rng)]
+    got = between_runs.estimate(history, log_estimate)  # skipped, or read as what it says
+    assert got is None or got.tau2 == 0
+    change = compare_speedup(row(math.log(2.0), rng), row(math.log(1.6), rng), Thresholds(),
+                             history=history, config="c", variant="v")
+    assert change.verdict == "regression" and "run-to-run" not in change.test
+
+
+def test_a_history_too_far_apart_is_not_used():
+    """One run at 3x the others (a broken history, not the host): it would hide a real 20 %
+    regression, so it is not counted and the note says nothing of a spread."""
+    rng = random.Random(9)
+    history = [row(math.log(2.0), rng) for _ in range(3)] + [row(math.log(6.0), rng)]
+    assert between_runs.estimate(history, log_estimate) is None
+    change = compare_speedup(history[0], row(math.log(1.6), rng), Thresholds(), history=history,
+                             config="c", variant="v")
+    assert change.verdict == "regression"
+
+
+def test_one_dominant_weight_does_not_cancel_the_scale():
+    """se 1e-9 beside 0.1s: the weights' sum less their squares' share, computed without
+    cancelling (the exact value from fractions)."""
+    from fractions import Fraction
+
+    class Est:
+        def __init__(self, mean, se):
+            self.mean, self.se = mean, se
+
+    pts = [(0.0, 1e-9), (0.3, 0.1), (-0.2, 0.1), (0.25, 0.12)]
+    got = between_runs.estimate([{"m": m, "s": s} for m, s in pts],
+                                lambda r: Est(r["m"], r["s"]))
+    w = [Fraction(1) / (Fraction(s) ** 2) for _, s in pts]
+    y = [Fraction(m) for m, _ in pts]
+    sw = sum(w)
+    mean = sum(a * b for a, b in zip(y, w, strict=True)) / sw
+    q = sum(b * (a - mean) ** 2 for a, b in zip(y, w, strict=True))
+    exact = max(0, (q - 3) / (sw - sum(b * b for b in w) / sw))
+    assert got is not None and got.tau2 == pytest.approx(float(exact), rel=1e-6)

@@ -147,3 +147,32 @@ def test_the_choice_reads_only_fastest_from_the_environment(monkeypatch, value, 
     monkeypatch.setenv(placement.CHOICE_ENV, value) if "\x00" not in value else \
         monkeypatch.setattr(placement.os, "environ", {placement.CHOICE_ENV: value})
     assert placement.choice() == expected
+
+
+def test_the_choice_survives_junk_cpus_and_probes(monkeypatch):
+    """CPUs that are not small ints are left out; a probe that raises anything or returns a bool
+    or an int beyond a float is not chosen (the attacker's pass of 2026-12-07)."""
+    pinned: list[set[int]] = []
+    monkeypatch.setattr(placement.os, "sched_setaffinity", lambda pid, cpus: pinned.append(cpus))
+    monkeypatch.setenv(placement.CHOICE_ENV, "fastest")
+    answers = {0: True, 2: 10 ** 400, 3: 0.9, 4: KeyError("x"), 5: RuntimeError("cuda")}
+
+    def probe():
+        got = answers[next(iter(pinned[-1]))]
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    core, read = placement.fastest(5, probe, {0, 2, 3, 4, "4", None, True, -1, 1 << 70, 7.5})
+    assert core == 3 and read == {3: 0.9}
+    assert pinned == [{0}, {2}, {3}, {4}, {5}]  # True (CPU 1 by value) is not a CPU number
+
+
+def test_a_process_record_with_an_int_beyond_a_float_keeps_the_rest():
+    from contract.results import ProcessResult
+
+    proc = ProcessResult.from_json({"core_probe_us": {"3": 10 ** 400, "4": 0.9},
+                                    "host_probe": {"module_call_us": 10 ** 400},
+                                    "started_at": 10 ** 400})
+    assert dict(proc.core_probe_us) == {"4": 0.9} and dict(proc.host_probe) == {}
+    assert proc.started_at is None

@@ -180,3 +180,10 @@ def test_host_moved_reads_nothing_from_hostile_probes():
                 {}, {"launch_us": 7.0}):
         assert repeat.host_moved(PROBE2, {**PROBE3, "host_probe": bad}) is None
         assert repeat.host_moved({**PROBE2, "host_probe": bad}, PROBE3) is None
+
+
+def test_figures_so_far_apart_that_the_ratio_overflows_say_nothing():
+    tiny = {**PROBE2, "host_probe": {"module_call_us": 5e-324}}
+    huge = {**PROBE3, "host_probe": {"module_call_us": 1e308}}
+    assert repeat.host_moved(tiny, PROBE3) is None and repeat.host_moved(PROBE2, huge) is None
+    assert repeat.eager_moved({**RUN2, "eager_median_ms": 5e-324}, RUN3) is None

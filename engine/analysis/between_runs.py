@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 MIN_RUNS = 3  # below this, Q has one degree of freedom and tau² is noise
+SE_RANGE = (1e-12, 10.0)  # a log-scale standard error outside this is not a measurement
+MAX_SD = math.log(2)  # runs further apart than 2x (sd) are not the host moving: not used
 
 
 @dataclass(frozen=True)
@@ -41,19 +43,37 @@ def estimate(rows: Sequence[Mapping[str, Any]],
              log_estimate: Callable[[Mapping[str, Any]], Any]) -> BetweenRuns | None:
     """``tau²`` over one variant's rows in the baseline's runs of its configuration, each read
     with ``log_estimate`` (engine/analysis/gate.py: mean and standard error on the log scale,
-    None for a row without them). None with fewer than ``MIN_RUNS`` usable rows."""
-    points = []
-    for row in rows:
-        est = log_estimate(row) if isinstance(row, Mapping) else None
-        if est is not None and math.isfinite(est.mean) and math.isfinite(est.se) and est.se > 0:
-            points.append((est.mean, 1 / est.se ** 2))
+    None for a row without them). Rows come from a database: only passing rows with a standard
+    error in ``SE_RANGE`` count, and one that cannot be read is skipped. None with fewer than
+    ``MIN_RUNS`` usable rows, or where the runs read further apart than ``MAX_SD`` (a broken
+    history, not a host that moved: it would hide any regression)."""
+    points = [p for p in map(lambda r: _point(r, log_estimate), rows) if p is not None]
     k = len(points)
     if k < MIN_RUNS:
         return None
     sw = sum(w for _, w in points)
-    sw2 = sum(w * w for _, w in points)
     mean = sum(y * w for y, w in points) / sw
     q = sum(w * (y - mean) ** 2 for y, w in points)
-    scale = sw - sw2 / sw
+    # sum(w) - sum(w²)/sum(w), written so that one dominant weight does not cancel it away
+    scale = sum(w * sum(o for j, (_, o) in enumerate(points) if j != i)
+                for i, (_, w) in enumerate(points)) / sw
     tau2 = max(0.0, (q - (k - 1)) / scale) if scale > 0 else 0.0
-    return BetweenRuns(tau2 if math.isfinite(tau2) else 0.0, k)
+    if not math.isfinite(tau2) or tau2 > MAX_SD ** 2:
+        return None
+    return BetweenRuns(tau2, k)
+
+
+def _point(row: Any, log_estimate: Callable[[Mapping[str, Any]], Any]
+           ) -> tuple[float, float] | None:
+    """(log speedup, weight 1/se²) of one passing row, or None."""
+    if not isinstance(row, Mapping) or row.get("status", "ok") != "ok" \
+            or row.get("correct") is False:
+        return None
+    try:
+        est = log_estimate(row)
+        mean, se = float(est.mean), float(est.se)
+    except (ArithmeticError, ValueError, TypeError, AttributeError):
+        return None
+    if not (math.isfinite(mean) and abs(mean) < 50 and SE_RANGE[0] < se < SE_RANGE[1]):
+        return None
+    return mean, 1 / (se * se)

@@ -144,13 +144,14 @@ def welch_lower_p(baseline: LogEstimate, candidate: LogEstimate,
     Welch–Satterthwaite degrees of freedom); None when neither side has any spread. ``between``:
     the baseline's between-run variance, added once for each run, its own degrees of freedom
     (runs - 1) in the Satterthwaite sum."""
-    extra = 2 * between.tau2 if between is not None else 0.0
+    ok = between is not None and between.runs > 1 and 0 < between.tau2 < math.inf
+    extra = 2 * between.tau2 if ok else 0.0
     var = baseline.se ** 2 + candidate.se ** 2 + extra
     if var <= 0:
         return None
     t = (candidate.mean - baseline.mean) / math.sqrt(var)
     denom = sum(e.se ** 4 / e.df for e in (baseline, candidate) if math.isfinite(e.df) and e.df > 0)
-    if between is not None and extra > 0:
+    if extra > 0 and between is not None:
         denom += extra ** 2 / (between.runs - 1)
     df = var ** 2 / denom if denom > 0 else math.inf
     return float(_sps().norm.cdf(t) if math.isinf(df) else _sps().t.cdf(t, df))
@@ -368,8 +369,9 @@ def _same_setup(run: Run, base: Run) -> bool:
     ``ENV_KEYS`` value. A run at another commit or torch may differ for a real reason, and its
     move must not widen the spread the next change is judged against."""
     env, ref = run.get("environment"), base.get("environment")
-    if not isinstance(env, Mapping) or not isinstance(ref, Mapping):
-        return False
+    if not isinstance(env, Mapping) or not isinstance(ref, Mapping) \
+            or not all(isinstance(ref.get(k), str) and ref.get(k) for k in ("host", "torch")):
+        return False  # without a host and a torch named, nothing says it is the same setup
     return all(str(env.get(k)) == str(ref.get(k)) for k in ENV_KEYS)
 
 

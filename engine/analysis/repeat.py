@@ -68,7 +68,8 @@ def _moved_while_held(a: Mapping[str, Any], b: Mapping[str, Any], moving: str, h
     if ma is None or mb is None or ha is None or hb is None:
         return None
     moved, held = _apart(ma, mb), _apart(ha, hb)
-    if moved < KERNELS_MOVED or held > EAGER_HELD * moved:
+    if not (math.isfinite(moved) and math.isfinite(held)) or moved < KERNELS_MOVED \
+            or held > EAGER_HELD * moved:
         return None
     return moved, held, ma, mb, ha, hb
 
@@ -116,8 +117,8 @@ def host_moved(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
     measured host speed a launch-bound call follows. None when either probe is missing or
     they agree."""
     ua, ub = _module_call_us(a), _module_call_us(b)
-    if ua is None or ub is None or _apart(ua, ub) < HOST_MOVED:
-        return None
+    if ua is None or ub is None or not HOST_MOVED <= _apart(ua, ub) < 1e3:
+        return None  # a thousandfold apart is not a probe of the host
     return (f"the host probe read a module call at {ua:.3g} and {ub:.3g} µs, "
             f"{100 * _apart(ua, ub):.0f} % apart: the runs timed on a host of another speed")
 

@@ -27,6 +27,7 @@ fewer than ``MIN_CPUS`` usable CPUs is left alone.  No torch import.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 
@@ -88,12 +89,13 @@ def fastest(core: int | None, probe: Callable[[], float], cpus: set[int]
     if core is None or choice() != "fastest":
         return core, {}
     read: dict[int, float] = {}
-    for cpu in sorted(set(cpus) | {core}):
+    for cpu in sorted({c for c in cpus if type(c) is int and 0 <= c < 1 << 16} | {core}):
         try:
             os.sched_setaffinity(0, {cpu})
-            value = float(probe())
-        except (OSError, ValueError, TypeError):
+            got = probe()
+            value = float(got) if not isinstance(got, bool) else math.nan
+        except Exception:  # noqa: BLE001  a CPU that cannot be probed is not chosen
             continue
-        if value > 0 and value < float("inf"):
+        if 0 < value < math.inf:
             read[cpu] = value
     return (min(read, key=read.__getitem__) if read else core), read
