@@ -163,3 +163,12 @@ def test_one_dominant_weight_does_not_cancel_the_scale():
     q = sum(b * (a - mean) ** 2 for a, b in zip(y, w, strict=True))
     exact = max(0, (q - 3) / (sw - sum(b * b for b in w) / sw))
     assert got is not None and got.tau2 == pytest.approx(float(exact), rel=1e-6)
+
+
+def test_an_interval_that_overflows_is_not_tested_rather_than_nan():
+    """A stored interval whose hi/lo overflows gave p = NaN and "not significant" (the
+    attacker's pass): now no p, "untested" or "unchanged", and no NaN in the JSON."""
+    base = {"speedup": 2.0, "speedup_ci_low": 5e-324, "speedup_ci_high": 1e308, "n_processes": 3}
+    cand = {"speedup": 1.0, "speedup_ci_low": 0.9, "speedup_ci_high": 1.1, "n_processes": 3}
+    change = compare_speedup(base, cand, Thresholds(), config="c", variant="v")
+    assert change.p_value is None and change.verdict == "untested"

@@ -154,7 +154,8 @@ def welch_lower_p(baseline: LogEstimate, candidate: LogEstimate,
     if extra > 0 and between is not None:
         denom += extra ** 2 / (between.runs - 1)
     df = var ** 2 / denom if denom > 0 else math.inf
-    return float(_sps().norm.cdf(t) if math.isinf(df) else _sps().t.cdf(t, df))
+    p = float(_sps().norm.cdf(t) if math.isinf(df) else _sps().t.cdf(t, df))
+    return p if math.isfinite(p) else None  # rows whose figures overflow: not tested
 
 
 @dataclass
