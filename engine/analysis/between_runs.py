@@ -47,7 +47,7 @@ def estimate(rows: Sequence[Mapping[str, Any]],
     error in ``SE_RANGE`` count, and one that cannot be read is skipped. None with fewer than
     ``MIN_RUNS`` usable rows, or where the runs read further apart than ``MAX_SD`` (a broken
     history, not a host that moved: it would hide any regression)."""
-    points = [p for p in map(lambda r: _point(r, log_estimate), rows) if p is not None]
+    points = [p for r in rows if (p := _point(r, log_estimate)) is not None]
     k = len(points)
     if k < MIN_RUNS:
         return None
