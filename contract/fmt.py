@@ -16,16 +16,22 @@ def is_num(value: Any) -> bool:
         return False
 
 
-def positive(value: Any) -> float | None:
-    """The value as a float when it is a finite real number above 0 (a time, a ratio), else
-    None; strings and booleans are not numbers here, as they are in no stored figure."""
+def finite(value: Any) -> float | None:
+    """The value as a float when it is a finite int or float, else None; strings and booleans
+    are not numbers here, as they are in no stored figure, nor an int beyond a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
         value = float(value)
-    except OverflowError:  # an int beyond a float: no timing is
+    except OverflowError:
         return None
-    return value if math.isfinite(value) and value > 0 else None
+    return value if math.isfinite(value) else None
+
+
+def positive(value: Any) -> float | None:
+    """``finite`` above 0: a time, a ratio."""
+    value = finite(value)
+    return value if value is not None and value > 0 else None
 
 
 def num(value: Any) -> float | None:

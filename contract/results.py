@@ -15,12 +15,12 @@ Pure Python: no torch, numpy or SQLAlchemy.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
+from contract.fmt import finite
 from contract.schema import FIGURES, STATS_KEYS, fits
 from contract.text import one_line
 
@@ -35,14 +35,7 @@ _STRUCTURE = frozenset({"variant", "status", "stats", "processes", *CHILDREN})
 MAX_SERIES = 1_000_000
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        value = float(value)
-    except OverflowError:  # an int beyond a float, e.g. 10**400 in a stored JSON
-        return None
-    return value if math.isfinite(value) else None
+_number = finite  # contract.fmt: the one reading of a stored number
 
 
 def _series(value: Any) -> tuple[float, ...]:

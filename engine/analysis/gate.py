@@ -384,6 +384,7 @@ def compare_runs(base: Run, cand: Run, thr: Thresholds, label: str | None = None
     out: list[Change] = []
     b_cells, c_cells = cells(base), cells(cand)
     b_eager, c_eager = eager_row(base), eager_row(cand)
+    past_cells = [(cells(h), _same_setup(h, base)) for h in history]
     for variant, brow in b_cells.items():
         if variant not in c_cells:
             continue  # the candidate did not ask for it: nothing to judge
@@ -398,10 +399,10 @@ def compare_runs(base: Run, cand: Run, thr: Thresholds, label: str | None = None
         if not (b_ok and c_ok):
             continue
         assert brow is not None and crow is not None
-        rows = [cells(h).get(variant) or {} for h in history]
-        same = [cells(h).get(variant) or {} for h in history if _same_setup(h, base)]
-        out.append(compare_speedup(brow, crow, thr, history=same, **where))
-        past = [row.get("first_call_cold_s") for row in rows]
+        rows = [(cs.get(variant) or {}, same) for cs, same in past_cells]
+        out.append(compare_speedup(brow, crow, thr, history=[r for r, same in rows if same],
+                                   **where))
+        past = [r.get("first_call_cold_s") for r, _ in rows]
         out.append(compare_compile(brow, crow, thr, history=past, **where))
         out.append(compare_memory(memory_ratio(b_eager, brow), memory_ratio(c_eager, crow), thr,
                                   **where))

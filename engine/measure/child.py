@@ -177,6 +177,15 @@ def _time_gate(c: _Child) -> None:
     c.core_probe_us = {str(cpu): us for cpu, us in read.items()}
 
 
+def _timed_process(c: _Child) -> dict[str, Any]:
+    """This process's paired rounds (``_measure_process``) with what its core choice read."""
+    proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase,
+                            pinned=c.core is not None,
+                            seen_us=min(c.core_probe_us.values()) if c.core_probe_us else None)
+    proc["core_probe_us"] = c.core_probe_us
+    return proc
+
+
 def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[[], object]],
                      budget: dict[str, Any], clock: PhaseClock, progress: Progress, phase: str,
                      pinned: bool = False, seen_us: float | None = None) -> dict[str, Any]:
@@ -362,11 +371,8 @@ def _warm_cache_process(c: _Child) -> None:
         for _ in range(max(int(c.run.get("warmup_calls", 10)), 3) - 1):
             c.timer.wall_ms(c.fn)
     c.stage = "measuring"
-    proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase,
-                            pinned=c.core is not None,
-                            seen_us=min(c.core_probe_us.values()) if c.core_probe_us else None)
+    proc = _timed_process(c)
     proc.pop("_rounds")
-    proc["core_probe_us"] = c.core_probe_us
     c.res["processes"] = [proc]
 
 
@@ -419,11 +425,8 @@ def _memory_and_accuracy(c: _Child) -> None:
 def _steady_state(c: _Child) -> None:
     c.stage = "measuring"
     c.capture.context = {"call_index": None, "phase": "steady"}
-    proc = _measure_process(c.res, c.timer, c.fns, c.budget, c.clock, c.progress, c.phase,
-                            pinned=c.core is not None,
-                            seen_us=min(c.core_probe_us.values()) if c.core_probe_us else None)
+    proc = _timed_process(c)
     c.rounds = proc.pop("_rounds")
-    proc["core_probe_us"] = c.core_probe_us
     c.res["processes"] = [proc]
     c.res["wall_ms_per_call"] = statistics.median(proc["samples_ms"])
     if c.run.get("cross_check"):
