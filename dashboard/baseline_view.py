@@ -14,6 +14,7 @@ import streamlit as st
 
 from dashboard import auth, charts_review, data_review, review_tables, safe, widgets
 from dashboard.tables import DASH
+from engine.analysis.gate import GateReport
 from engine.analysis.review import BaselineCheck, verdict_label
 
 HOW_TO_PIN = ("Pin one with the button below, or from a shell: `python -m engine baseline pin "
@@ -38,6 +39,16 @@ def _pin_button(run_id: int, status: str, label: str) -> None:
             return
         st.session_state["pinned-toast"] = f"Run #{run_id} is now its config's baseline."
         st.rerun()
+
+
+def _notes(report: GateReport) -> None:
+    """The gate's notes in full: in the table a long note runs off the screen's right edge."""
+    notes = [f"{c.variant}, {review_tables.FIGURE_WORDS.get(c.figure, c.figure)}: {c.note}"
+             for c in report.changes if c.note and c.figure != "pass rate"]
+    if notes:
+        with st.expander(f"The gate's notes ({len(notes)})"):
+            for line in notes:
+                st.text(line)  # plain text: notes quote config and variant names
 
 
 def _verdict_line(check: BaselineCheck) -> str:
@@ -112,4 +123,5 @@ def render(run_id: int, status: str) -> None:
                          "at one host speed", format="%+.1f%%",
                          help="the speedup's change with the host's move between the runs "
                               "taken out: what the gate judged (docs/REGRESSIONS.md)")})
+    _notes(report)
     _pin_button(run_id, status, "Pin this run as the new baseline")

@@ -148,6 +148,10 @@ def test_run_against_its_pinned_baseline(db):
     speed = table[table["figure"] == "speedup (×)"].iloc[0]
     assert speed["variant"] == "default" and speed["verdict"] == "regressed"
     assert speed["change %"] == pytest.approx((0.6 - 1) * 100, abs=0.05)
+    noted = table[table["note"].fillna("") != ""]
+    assert not noted.empty  # the notes run off the table's right edge: shown in full below it
+    shown = {t.value for t in at.text}
+    assert {f"{r['variant']}, {r['figure']}: {r['note']}" for _, r in noted.iterrows()} <= shown
     assert len(at.get("plotly_chart")) >= 1
     assert any(b.label == "Pin this run as the new baseline" for b in at.button)
 
