@@ -10,7 +10,7 @@ half-widths, where each process timed and what its host probe read before and af
 window; per arm the median half-width and the repeat pair test (engine/analysis/repeat.py).
 
     python3 acceptance/core_choice_ab.py run --out $OUT --order abab --budget-s 560
-    python3 acceptance/core_choice_ab.py report --out /path/to/fetched
+    python3 acceptance/core_choice_ab.py report --out /path/to/fetched [/path/to/another]
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def run(out: Path, order: str, budget_s: float, model: str) -> int:
             rc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 timeout=STEP_S + 20, check=False).returncode
         print(f"{arm} rc={rc} at {time.monotonic() - start:.0f} s", flush=True)
-    return report(out)
+    return report([out])
 
 
 def _rows(db: Path) -> list[dict]:
@@ -75,20 +75,46 @@ def _where(procs: list[dict]) -> str:
                     f"/{us(p, 'host_probe_after')}" for p in procs)
 
 
-def report(out: Path) -> int:
-    for arm in ARMS:
+def _holds(a: dict, b: dict) -> int:
+    """How many of the two intervals hold the other run's point (0, 1 or 2)."""
+    return sum(1 for x, y in ((a, b), (b, a))
+               if x["speedup_ci_low"] <= y["speedup"] <= x["speedup_ci_high"])
+
+
+def _arm_runs(outs: list[Path], arm: str) -> list[dict]:
+    runs: list[dict] = []
+    for out in outs:
         db = out / arm / "tta.db"
         if not db.exists():
             continue
         try:
-            runs = _rows(db)
+            runs += _rows(db)
         except sqlite3.Error as exc:
             print(f"\n== arm {arm}: {db} is not a run database ({exc}) ==")
+    return sorted(runs, key=lambda r: r["created"])
+
+
+def _arm_summary(runs: list[dict], widths: dict[str, list[float]]) -> None:
+    for variant, hs in widths.items():
+        pairs = [(a[variant], b[variant]) for a, b in itertools.combinations(runs, 2)
+                 if repeat.pair_gap(a.get(variant) or {}, b.get(variant) or {}) is not None]
+        ok = sum(1 for a, b in pairs if not repeat.apart(a, b))
+        held = sum(_holds(a, b) for a, b in pairs)
+        print(f"  {variant}: median half-width {100 * statistics.median(hs):.1f} %, "
+              f"pairs that repeat {ok} of {len(pairs)}, intervals holding the other's "
+              f"point {held} of {2 * len(pairs)}")
+
+
+def report(outs: list[Path]) -> int:
+    """Per arm, the runs of every folder in ``outs`` pooled, in the order they ran."""
+    for arm in ARMS:
+        runs = _arm_runs(outs, arm)
+        if not runs:
             continue
         print(f"\n== arm {arm} {ARMS[arm] or '(defaults)'}: {len(runs)} runs ==")
         widths: dict[str, list[float]] = {}
         for r in runs:
-            print(f"run {r['run']} {r['created'][11:19]} eager "
+            print(f"run {r['run']} {r['created'][:19]} eager "
                   f"{(r.get('eager') or {}).get('eager_median_ms') or float('nan'):.3f} ms")
             for variant, row in r.items():
                 if not isinstance(row, dict) or variant == "eager":
@@ -98,12 +124,7 @@ def report(out: Path) -> int:
                 if repeat.pair_gap(row, row) is not None:  # a usable speedup and interval
                     h = (row["speedup_ci_high"] - row["speedup_ci_low"]) / 2 / row["speedup"]
                     widths.setdefault(variant, []).append(h)
-        for variant, hs in widths.items():
-            pairs = [(a[variant], b[variant]) for a, b in itertools.combinations(runs, 2)
-                     if isinstance(a.get(variant), dict) and isinstance(b.get(variant), dict)]
-            ok = sum(1 for a, b in pairs if not repeat.apart(a, b))
-            print(f"  {variant}: median half-width {100 * statistics.median(hs):.1f} %, "
-                  f"pairs that repeat {ok} of {len(pairs)}")
+        _arm_summary(runs, widths)
     return 0
 
 
@@ -116,7 +137,8 @@ def main() -> int:
     r.add_argument("--budget-s", type=float, default=560.0)
     r.add_argument("--model", default="bert")
     p = sub.add_parser("report")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True, nargs="+",
+                   help="one or more fetched folders; each arm's runs are pooled")
     args = ap.parse_args()
     if args.cmd == "run":
         if set(args.order) - set(ARMS):

@@ -15,10 +15,11 @@ for a process started on one core (``taskset -c N``): with the default pool of o
 core all sharing the one core, calls read far slower (the same file).  A model
 that does heavy CPU work inside a GPU run's call reads that work single-threaded.
 
-``COMPILELAB_TIMING_CORE=fastest`` (opt-in while it is measured against the fixed core):
-past the time gate the process probes every CPU it was given and times on the one that reads
-fastest then, because a lent host's CPUs were seen at two speeds at once, each flipping within
-seconds (docs/measurements/2026-12-07-core-choice-h100.md).
+``COMPILELAB_TIMING_CORE=fastest`` (opt-in): past the time gate the process probes every CPU
+it was given and times on the one that reads fastest then, because a lent host's CPUs were seen
+at two speeds at once, each flipping within seconds (docs/measurements/2026-12-07-core-choice-h100.md).
+Not the default: on a quiet host it widened the intervals, since a run's processes then time on
+different CPUs (docs/measurements/2026-12-07-core-choice-ab-h100.md).
 
 Not on the CPU device: there the model itself runs on the cores (intra-op threads), and one
 core would measure another program.  ``COMPILELAB_PIN_TIMING=0`` turns it off; a host with
