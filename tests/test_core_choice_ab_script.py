@@ -37,8 +37,20 @@ def test_report_per_arm(tmp_path, capsys):
     _db(tmp_path / "a" / "tta.db", [(3.38, 3.31, 3.46), (3.84, 3.72, 3.96), (3.40, 3.30, 3.50)])
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "tta.db").write_text("not sqlite")
-    assert core_choice_ab.report(tmp_path) == 0
+    assert core_choice_ab.report([tmp_path]) == 0
     out = capsys.readouterr().out
     assert "3.38× ±2.2 %" in out and "7:0.93/2.01" in out
-    assert "reduce-overhead: median half-width 2.9 %, pairs that repeat 1 of 3" in out
+    # 3.38 and 3.40 hold each other's point; 3.84 is held by neither and holds neither
+    assert ("reduce-overhead: median half-width 2.9 %, pairs that repeat 1 of 3, intervals "
+            "holding the other's point 2 of 6") in out
     assert "is not a run database" in out
+
+
+def test_report_pools_folders(tmp_path, capsys):
+    """Two device commands' folders: each arm's runs pooled, every pair across them tested."""
+    _db(tmp_path / "one" / "a" / "tta.db", [(3.38, 3.31, 3.46)])
+    _db(tmp_path / "two" / "a" / "tta.db", [(3.40, 3.30, 3.50), (3.84, 3.72, 3.96)])
+    assert core_choice_ab.report([tmp_path / "one", tmp_path / "two"]) == 0
+    out = capsys.readouterr().out
+    assert "== arm a (defaults): 3 runs ==" in out
+    assert "pairs that repeat 1 of 3, intervals holding the other's point 2 of 6" in out
