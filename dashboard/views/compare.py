@@ -85,23 +85,20 @@ if many and figures:
     speedup_section(figures, full_width=True)
 
 
-def notices() -> None:
-    mixed = mixing.notice(runs)
-    if mixed:
-        st.warning(safe.md(mixed, 1500), icon=":material/compare_arrows:")
-    probes = mixing.probe_notice(variants)
-    if probes:
-        st.warning(safe.md(probes, 1500), icon=":material/speed:")
-    repeats = mixing.repeat_notice(runs, variants)
-    if repeats:
-        st.warning(safe.md(repeats, 2000), icon=":material/difference:")
+def notices() -> list[tuple[str, str]]:
+    """What keeps these runs from comparing one to one (mixed configs or hosts, host probes
+    apart, speedups that do not repeat): (Markdown-escaped text, icon) each."""
+    found = [(mixing.notice(runs), 1500, ":material/compare_arrows:"),
+             (mixing.probe_notice(variants), 1500, ":material/speed:"),
+             (mixing.repeat_notice(runs, variants), 2000, ":material/difference:")]
+    return [(safe.md(text, limit), icon) for text, limit, icon in found if text]
 
 
-if many:
-    with st.expander("Why these runs may not compare one to one"):
-        notices()
-else:
-    notices()
+said = notices()
+if said:  # with many runs folded away, so the speedup chart comes first; never an empty fold
+    with st.expander("Why these runs may not compare one to one") if many else st.container():
+        for text, icon in said:
+            st.warning(text, icon=icon)
 
 # ---------------------------------------------------------------- per-run summary and verdict
 st.header("Verdict", anchor="verdict")
