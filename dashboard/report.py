@@ -148,6 +148,14 @@ def log_where_spanning(fig: go.Figure) -> go.Figure:
     return out
 
 
+def _notices(runs: pd.DataFrame, variants: pd.DataFrame) -> list[str]:
+    """The compare page's notices (dashboard/mixing.py), each as an escaped paragraph."""
+    found = [("Different machines or software.", mixing.notice(runs)),
+             ("Hosts of other speeds.", mixing.probe_notice(variants)),
+             ("Runs that do not repeat.", mixing.repeat_notice(runs, variants))]
+    return [f"<p class='notice'><b>{head}</b> {_e(text)}</p>" for head, text in found if text]
+
+
 def build_report(
     runs: pd.DataFrame,
     variants: pd.DataFrame,
@@ -167,10 +175,7 @@ def build_report(
     runs = runs if runs is not None else pd.DataFrame()
     vt = tables.variants_table(variants, runs)
     parts = document_head(title, generated_at, permalink)
-    if notice := mixing.notice(runs):
-        parts.append(f"<p class='notice'><b>Different machines or software.</b> {_e(notice)}</p>")
-    if notice := mixing.repeat_notice(runs, variants):
-        parts.append(f"<p class='notice'><b>Runs that do not repeat.</b> {_e(notice)}</p>")
+    parts += _notices(runs, variants)
 
     # 1. verdict and 2. headline figures, run by run
     parts.append("<h2>Verdict and headline figures</h2>")

@@ -80,3 +80,29 @@ def test_report_says_which_side_of_eager_a_speedup_is():
     row = re.search(r"<tr><th>Speedup[^<]*</th>(.*?)</tr>", _report()).group(1)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
     assert cells[0] == "baseline" and cells[1].endswith("× faster"), cells
+
+
+def test_report_says_when_hosts_launch_at_other_speeds():
+    """The compare page's host-probe notice (dashboard/mixing.py) travels with the report: the
+    file a team passes round says what the page said."""
+    from html import escape
+
+    from dashboard import mixing
+
+    f = frames({1: bert_results(), 2: bert_results()})
+    v = f["variants"].copy()
+    v["host_probe"] = [{"launch_us": 6.0, "module_call_us": 0.82} if rid == 1
+                       else {"launch_us": 6.1, "module_call_us": 0.95} for rid in v["run_id"]]
+    runs = runs_frame({1: spec("bert"), 2: spec("bert")})
+    html = report.build_report(runs, v, charts.compare_figures({**f, "variants": v}),
+                               [verdict_for_run(v, 1), verdict_for_run(v, 2)],
+                               graph_breaks=f["graph_breaks"], recompiles=f["recompiles"],
+                               title="two hosts")
+    said = mixing.probe_notice(v)
+    assert said and "module call cost 0.82 µs on #1's host and 0.95 µs on #2's" in said
+    assert "Hosts of other speeds." in html and escape(said) in html  # as text, escaped
+    v["host_probe"] = [{"launch_us": 6.0, "module_call_us": 0.82}] * len(v)
+    same = report.build_report(runs, v, [], [verdict_for_run(v, 1), verdict_for_run(v, 2)],
+                               graph_breaks=f["graph_breaks"], recompiles=f["recompiles"],
+                               title="one host")
+    assert "Hosts of other speeds." not in same
