@@ -86,8 +86,8 @@ if many and figures:
 
 
 def notices() -> list[tuple[str, str]]:
-    """What keeps these runs from comparing one to one (mixed configs or hosts, host probes
-    apart, speedups that do not repeat): (Markdown-escaped text, icon) each."""
+    """What keeps these runs from comparing one to one (other machines or software, hosts that
+    launch at other speeds, speedups that do not repeat): (Markdown-escaped text, icon) each."""
     found = [(mixing.notice(runs), 1500, ":material/compare_arrows:"),
              (mixing.probe_notice(variants), 1500, ":material/speed:"),
              (mixing.repeat_notice(runs, variants), 2000, ":material/difference:")]
