@@ -16,6 +16,23 @@ from dashboard.tables import DASH
 from engine.analysis import decode_report
 
 PATHS = (("decode", "static-cache decoder"), ("hf_generate", "transformers generate()"))
+# The table's headers as people read them; the frame keeps its keys (the CSV's, the tests').
+HEADERS = {
+    "run_id": "Run", "variant": "Variant", "path": "Path", "batch": "Batch",
+    "prompt": "Prompt tokens", "new_tokens": "New tokens", "ttft_ms": "First token (ms)",
+    "ms_per_token": "Per token (ms)", "tokens_per_s": "Tokens/s",
+    "run_eager_tokens_per_s": "Run's eager (tokens/s)",
+    "tokens_per_s_vs_run_eager_x": "Tokens/s ÷ run's eager (×)",
+    "decode_tokens_per_s": "Decoding alone (tokens/s)",
+    "tokens_per_s_vs_eager_same_process_x": "Tokens/s ÷ eager, same process (×)",
+    "ttft_vs_eager_x": "First token, eager ÷ this (×)", "compile_s": "Compile (s)",
+    "break_even_tokens": "Break-even (tokens)", "fp64_ok": "Within the fp64 bound",
+    "top1_vs_fp64": "Top-1 agreement with fp64", "weights_mib": "Weights (MiB)",
+    "kv_cache_mib": "KV cache (MiB)", "peak_alloc_mib": "Peak allocated (MiB)",
+    "graphs_recorded_warming_up": "CUDA graphs recorded, warming up",
+    "graphs_recorded_once_warm": "CUDA graphs recorded, once warm",
+    "recompiles_per_step": "Recompiles per step",
+}
 
 
 def generation_table(variants: pd.DataFrame) -> pd.DataFrame:
@@ -80,7 +97,7 @@ def render(variants: pd.DataFrame) -> None:
     st.caption("Whole greedy generations after the timed call, in each variant's own process: "
                "time to first token (prefill), per-token latency (synchronised per step), "
                "tokens/s (batch × new tokens ÷ the generation, prefill included; decoding "
-               "alone beside it). Speedups: tokens/s over the run's one eager (run_eager_tokens_per_s: "
+               "alone beside it). Speedups: tokens/s over the run's one eager (the run's eager: "
                "the geometric mean of eager's tokens/s over every process that generated with "
                "eager; eager's own row reads off it by its own process's share), and against the "
                "eager generations of the variant's own process (paired). Break-even counts "
@@ -89,7 +106,8 @@ def render(variants: pd.DataFrame) -> None:
                "(docs/METHOD.md §9.13). Graphs recorded: CUDA graphs set up or recorded for a new "
                "input shape, while warming up and in the timed generations; not compiles. "
                "Peak memory: GPU only.")
-    st.dataframe(safe.frame(table), hide_index=True, placeholder=DASH, key="generation-table")
+    st.dataframe(safe.frame(table), hide_index=True, placeholder=DASH, key="generation-table",
+                 column_config={k: st.column_config.Column(v) for k, v in HEADERS.items()})
     for _, r in table[table["recompiles_per_step"]].iterrows():
         st.warning(safe.md(f"#{r['run_id']} {r['variant']}: decoding recompiled per step: the "
                            "compiled step is not one graph (a Python int position or a growing "

@@ -113,6 +113,7 @@ def test_generation_table_from_stored_runs(db):
                                 variants=["eager", "reduce-overhead"]), _decode_results())
     variants = queries.load_runs(db, [run_id])["variants"]
     table = decode_view.generation_table(variants)
+    assert list(table.columns) == list(decode_view.HEADERS)  # every column has a plain header
     assert list(table["variant"]) == ["eager", "reduce-overhead"]
     ro = table.iloc[1]
     assert ro["tokens_per_s"] == 430.0 and ro["tokens_per_s_vs_eager_same_process_x"] == 4.9
