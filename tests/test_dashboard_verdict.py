@@ -74,6 +74,19 @@ def test_only_eager_finished():
     assert v.latency_choice == "eager" and "no compiled variant finished" in v.latency
 
 
+def test_no_compiled_row_is_no_recommendation():
+    """A run cancelled after eager (or eager alone): nothing compiled failed or was measured,
+    so the verdict recommends nothing; a compiled variant that failed is a reason for eager."""
+    v = verdict_for_run(frames({1: bert_results()[:1]})["variants"], 1)
+    assert "No compiled variant was measured" in v.latency
+    assert v.latency_choice is None and v.throughput_choice is None
+    assert v.short_jobs_choice is None and "Ship eager" not in v.as_markdown()
+    cancelled = {**bert_results()[1], "status": "cancelled", "failure_kind": "cancelled"}
+    v = verdict_for_run(frames({1: [bert_results()[0], cancelled]})["variants"], 1)
+    assert v.latency_choice is None and "No compiled variant was measured" in v.latency
+    assert any("default did not finish (cancelled)" in w for w in v.warnings)
+
+
 def test_verdict_ignores_other_runs():
     f = frames({1: bert_results(), 2: mlp_results()})
     assert verdict_for_run(f["variants"], 1).latency_choice == "reduce-overhead"

@@ -60,3 +60,29 @@ def test_show_json_carries_the_same_comparison(tmp_path):
     assert pair["difference"] > pair["allowed"] > 0
     assert pair["cause"] is None  # these runs stored no device times
     assert run_json(db, first)["earlier_runs"] is None
+
+
+def test_nothing_compared_is_not_called_a_repeat(tmp_path):
+    """A run that ended before any compiled variant finished (cancelled after eager) has no
+    speedup to compare: no "every compiled speedup here repeats" line, ``compared`` 0."""
+    import json
+
+    from engine.analysis.show import run_json
+    from storage import queue, results
+
+    db = _db(tmp_path)
+    first = finished_run(db, spread(2.0, 0.01, k=4, seed=0))
+    spec = load_run(db, first)["spec"]
+    run_id = queue.enqueue_run(db, spec)
+    assert queue.claim_run(db, run_id, "w") is not None
+    eager = next(v for v in load_run(db, first)["variants"] if v["variant"] == "eager")
+    results.save_variant_result(db, run_id, {k: v for k, v in eager.items()
+                                             if k not in ("id", "run_id")})
+    queue.finish_run(db, run_id, "cancelled")
+    found = json.loads(json.dumps(run_json(db, run_id), default=str, allow_nan=False))
+    assert found["earlier_runs"]["runs"] == [first] and found["earlier_runs"]["compared"] == 0
+    text = format_run(db, run_id, width=None)
+    assert "earlier runs" not in text and "repeats" not in text
+    assert "No compiled variant was measured" in text and "Ship eager" not in text
+    assert run_json(db, finished_run(db, spread(2.0, 0.01, k=4, seed=3)))[
+        "earlier_runs"]["compared"] >= 1

@@ -272,7 +272,8 @@ def earlier_runs(db: Any, run_id: int, spec: Any, rows: list[dict[str, Any]]
     """This run's compiled speedups against the latest earlier runs of its configuration in the
     same database (``show --json``'s ``earlier_runs``): their ids and every pair further apart
     than both intervals allow (engine/analysis/repeat.py), since a run's interval covers only its
-    own processes; None without an earlier run."""
+    own processes, and how many pairs had a speedup on both sides (``compared``); None without
+    an earlier run."""
     from storage.history import earlier_same_config
     from storage.records import load_run
 
@@ -280,6 +281,7 @@ def earlier_runs(db: Any, run_id: int, spec: Any, rows: list[dict[str, Any]]
     if not ids:
         return None
     apart: list[dict[str, Any]] = []
+    compared = 0
     for rid in ids:
         before = {v["variant"]: v for v in (load_run(db, rid) or {}).get("variants") or []
                   if v.get("status") == "ok"}
@@ -287,20 +289,21 @@ def earlier_runs(db: Any, run_id: int, spec: Any, rows: list[dict[str, Any]]
             old = before.get(r["variant"])
             gap = (repeat.pair_gap(r, old) if r["variant"] != "eager" and r["status"] == "ok"
                    and old else None)
+            compared += gap is not None
             if gap is not None and gap[0] > gap[1]:
                 apart.append({"variant": r["variant"], "run_id": rid,
                               "speedup": r["speedup"], "earlier_speedup": old["speedup"],
                               "here": repeat.figure(r), "earlier": repeat.figure(old),
                               "difference": gap[0], "allowed": gap[1],
                               "cause": repeat.cause(r, old)})
-    return {"runs": ids, "apart": apart}
+    return {"runs": ids, "apart": apart, "compared": compared}
 
 
 def earlier_lines(found: dict[str, Any] | None) -> list[str]:
     """``earlier_runs`` as one line of ``show``: the runs compared and the pairs that do not
     repeat, or that every speedup repeats."""
-    if not found:
-        return []
+    if not found or not found.get("compared", 1):
+        return []  # no compiled speedup in both runs: nothing was compared, nothing to say
     runs = ", ".join(map(str, found["runs"]))
     if not found["apart"]:
         return [f"  earlier runs of this configuration ({runs}): every compiled speedup here "

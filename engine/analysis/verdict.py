@@ -361,6 +361,13 @@ def decide(rows: Iterable[Row], run_id: int | None = None) -> Verdict:
     if eager is None:
         msg = "No eager baseline finished, so nothing can be compared against eager."
         return Verdict(run_id, msg, msg, msg, warnings=warnings)
+    if not any(r["variant"] != "eager" and r.get("status") != "cancelled" for r in rows):
+        # nothing compiled was measured (a run cancelled or cut short, or eager alone asked
+        # for): "Ship eager" would be a recommendation no measurement supports; a compiled
+        # variant that failed (crash, OOM, compile error) is such a measurement, one cancelled
+        # is not
+        msg = "No compiled variant was measured, so there is nothing to compare eager with."
+        return Verdict(run_id, msg, msg, msg, warnings=warnings)
     if not compiled:
         msg = "Ship eager: no compiled variant finished."
         return Verdict(run_id, msg, msg, msg, warnings=warnings, latency_choice="eager",
