@@ -82,6 +82,10 @@ def test_where_the_time_went_adds_up():
     line = show.where_time_went(run)
     assert "(100.0 s wall) = measuring processes alive 90.0 s (up to 2 at once) + the parent " \
            "alone 10.0 s" in line
-    assert "inside the 3 processes, side by side, 115.0 process-seconds" in line
+    assert "inside the 3 recorded processes, side by side, 115.0 process-seconds" in line
+    # a cancelled run: processes it killed left no record, so the rest is not "the parent alone"
+    stopped = show.where_time_went({**run, "status": "cancelled"})
+    assert "+ the rest 10.0 s (the parent, and any process the run's end stopped before it " \
+           "recorded its time: the run cancelled)" in stopped and "parent alone" not in stopped
     assert show.where_time_went({"variants": [{"time_s": {"compile": 1.0}}]}) == \
         "  where the time went: 1.0 process-seconds: compile 1.0 s"

@@ -460,10 +460,14 @@ def where_time_went(run: dict[str, Any]) -> str:
         return "  where the time went: " + summed
     alive, most = _union_and_peak(spans)
     alive = min(alive, wall)
+    rest = f"the parent alone {wall - alive:.1f} s (database, scheduling)"
+    if run.get("status") in ("cancelled", "failed"):
+        # a process the stop killed stored no record, so its time falls in the rest too
+        rest = (f"the rest {wall - alive:.1f} s (the parent, and any process the run's end "
+                f"stopped before it recorded its time: the run {run['status']})")
     return (f"  where the time went ({wall:.1f} s wall) = measuring processes alive "
-            f"{alive:.1f} s (up to {most} at once) + the parent alone {wall - alive:.1f} s "
-            f"(database, scheduling); inside the {len(spans)} processes, side by side, "
-            + summed)
+            f"{alive:.1f} s (up to {most} at once) + {rest}; inside the {len(spans)} "
+            "recorded processes, side by side, " + summed)
 
 
 def _union_and_peak(spans: list[tuple[float, float]]) -> tuple[float, int]:
