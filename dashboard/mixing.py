@@ -163,3 +163,12 @@ def repeat_notice(runs: pd.DataFrame, variants: pd.DataFrame) -> str | None:
 def _rel(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     lo, hi = sorted((float(a["speedup"]), float(b["speedup"])))
     return f"{100 * (hi / lo - 1):.1f} %"
+
+
+def notices(runs: pd.DataFrame, variants: pd.DataFrame) -> list[tuple[str, str]]:
+    """Every notice above a comparison, as (kind, sentence): ``software`` (other machines or
+    software), ``host speed`` (host probes apart), ``repeat`` (speedups that do not repeat).
+    The compare page and the HTML report both read this list, so neither leaves one out."""
+    found = [("software", notice(runs)), ("host speed", probe_notice(variants)),
+             ("repeat", repeat_notice(runs, variants))]
+    return [(kind, text) for kind, text in found if text]

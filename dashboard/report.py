@@ -148,12 +148,14 @@ def log_where_spanning(fig: go.Figure) -> go.Figure:
     return out
 
 
+NOTICE_HEADS = {"software": "Different machines or software.",
+                "host speed": "Hosts of other speeds.", "repeat": "Runs that do not repeat."}
+
+
 def _notices(runs: pd.DataFrame, variants: pd.DataFrame) -> list[str]:
-    """The compare page's notices (dashboard/mixing.py), each as an escaped paragraph."""
-    found = [("Different machines or software.", mixing.notice(runs)),
-             ("Hosts of other speeds.", mixing.probe_notice(variants)),
-             ("Runs that do not repeat.", mixing.repeat_notice(runs, variants))]
-    return [f"<p class='notice'><b>{head}</b> {_e(text)}</p>" for head, text in found if text]
+    """The compare page's notices (``mixing.notices``), each as an escaped paragraph."""
+    return [f"<p class='notice'><b>{NOTICE_HEADS[kind]}</b> {_e(text)}</p>"
+            for kind, text in mixing.notices(runs, variants)]
 
 
 def build_report(

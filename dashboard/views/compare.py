@@ -85,13 +85,15 @@ if many and figures:
     speedup_section(figures, full_width=True)
 
 
+NOTICE_LOOK = {"software": (1500, ":material/compare_arrows:"),
+               "host speed": (1500, ":material/speed:"),
+               "repeat": (2000, ":material/difference:")}
+
+
 def notices() -> list[tuple[str, str]]:
-    """What keeps these runs from comparing one to one (other machines or software, hosts that
-    launch at other speeds, speedups that do not repeat): (Markdown-escaped text, icon) each."""
-    found = [(mixing.notice(runs), 1500, ":material/compare_arrows:"),
-             (mixing.probe_notice(variants), 1500, ":material/speed:"),
-             (mixing.repeat_notice(runs, variants), 2000, ":material/difference:")]
-    return [(safe.md(text, limit), icon) for text, limit, icon in found if text]
+    """``mixing.notices`` as (Markdown-escaped text, icon) each."""
+    return [(safe.md(text, NOTICE_LOOK[kind][0]), NOTICE_LOOK[kind][1])
+            for kind, text in mixing.notices(runs, variants)]
 
 
 said = notices()
