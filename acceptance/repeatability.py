@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import signal
 import subprocess
 import sys
 import time
@@ -38,11 +39,23 @@ def run_once(name: str, db: str, device: str, extra: list[str]) -> int:
     cmd = [sys.executable, "-m", "engine", "run", *CONFIGS[name], "--device", device,
            "--db", db, "--json", "--tag", f"repeat-{name}", *extra]
     t0 = time.monotonic()
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if out.returncode not in (0, 1):
-        sys.stderr.write(out.stderr[-3000:])
-        raise SystemExit(f"{name}: engine run exited {out.returncode}")
-    run_id = int(out.stdout.strip().splitlines()[-1])
+    child = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        stdout, stderr = child.communicate()
+    finally:
+        # Stopped (a `timeout` around this script, Ctrl-C): pass it on, so that the engine ends
+        # its run `cancelled` instead of leaving it `running` when the machine goes away.
+        if child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                child.kill()
+    if child.returncode not in (0, 1):
+        sys.stderr.write(stderr[-3000:])
+        raise SystemExit(f"{name}: engine run exited {child.returncode}")
+    run_id = int(stdout.strip().splitlines()[-1])
     print(f"{name}: run {run_id} in {time.monotonic() - t0:.0f} s", flush=True)
     return run_id
 
@@ -115,7 +128,12 @@ def table(db_url: str, tags: dict[str, str] | None = None) -> int:
     return 1 if failures else 0
 
 
+def _stop(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through run_once's finally
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--db", required=True)
     p.add_argument("--device", default="cuda")

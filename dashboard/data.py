@@ -174,6 +174,15 @@ def load_runs_live(run_ids: Sequence[int]) -> dict[str, pd.DataFrame]:
     return queries.load_runs(database(), [int(r) for r in run_ids])
 
 
+def silence(run: Any) -> str | None:
+    """For a running run whose heartbeat stopped (its process died without ending it): what
+    ``show`` says of it, else None. ``run``: a row of the runs frame."""
+    from storage.queue import silence_note, silent_for_s
+
+    seconds = silent_for_s(run.get("status"), run.get("heartbeat_at"))
+    return None if seconds is None else silence_note(seconds, run.get("executor") == "slurm")
+
+
 # --------------------------------------------------------------------------- writes
 
 

@@ -241,6 +241,9 @@ def _progress_body(run_id: int) -> str | None:
     variants = d.get("variants", pd.DataFrame())
     finished, moving = final_and_provisional(variants)
     st.markdown(f"**{run_title(r)}** — {status}")
+    silent = data.silence(r)
+    if silent:  # its process died without ending it: the bar stands still
+        st.warning(safe.md(silent[0].upper() + silent[1:], 500), icon=":material/heart_broken:")
     if status in ACTIVE:
         phase = r.get("progress_phase") or status
         variant = r.get("progress_variant")
@@ -248,7 +251,8 @@ def _progress_body(run_id: int) -> str | None:
         frac = fmt.num(r.get("progress_fraction"))
         if frac is None:
             frac = len(finished) / len(planned) if planned else 0.0
-        text = safe.md(f"{variant + ' · ' if variant else ''}{phase}") + f" · {frac:.0%} of the run"
+        text = ("last reported: " if silent else "") + safe.md(
+            f"{variant + ' · ' if variant else ''}{phase}") + f" · {frac:.0%} of the run"
         if planned:  # a variant with provisional figures is still being measured
             text += f" · variants final {len(finished)}/{len(planned)}" + (
                 f" ({safe.md(', '.join(moving), 200)} provisional)" if moving else "")

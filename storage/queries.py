@@ -52,6 +52,7 @@ RUN_COLUMNS: list[str] = [
     "progress_fraction",
     "cancel_requested",
     "heartbeat_at",
+    "executor",
     "environment",
     "spec",
 ]
@@ -170,6 +171,7 @@ _RUN_SELECT_COLUMNS = (
     Run.progress_fraction,
     Run.cancel_requested,
     Run.heartbeat_at,
+    Run.executor,
     # JSON read as text and decoded in _runs_frame, each distinct text once: a history repeats
     # one environment per host and a few specs, and decoding them row by row was 40 % of
     # list_runs on 10 000 runs.

@@ -42,6 +42,8 @@ from storage.queue_recovery import (
     recover_stale_runs,
     requeue_run,
     select_queue_columns,
+    silence_note,
+    silent_for_s,
     worker_identity,
 )
 from storage.results import (
@@ -69,6 +71,8 @@ __all__ = [
     "parse_worker_id",
     "recover_dead_runs",
     "recover_stale_runs",
+    "silence_note",
+    "silent_for_s",
     "request_cancel",
     "requeue_run",
     "worker_identity",

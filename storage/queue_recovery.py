@@ -9,10 +9,11 @@ if a cancel was pending. ``storage.queue`` re-exports all of these.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -24,6 +25,10 @@ from storage.models import Run, utcnow
 # A run lost by its worker is re-queued while it has been claimed fewer times than this.
 MAX_ATTEMPTS = 2
 WORKER_LOST_ERROR = "worker lost"
+# A live run heartbeats every half second. A reader calls a running run silent after this long:
+# twice a worker's default --stale-after, so a run a worker is about to recover is not called
+# silent first, and a few seconds of clock difference between hosts never matter.
+SILENT_AFTER_S = 120.0
 
 
 def worker_identity(prefix: str = "", suffix: str | None = None) -> str:
@@ -178,3 +183,33 @@ def _back_to_queue(run: Run) -> None:
 def _end_cancelled(run: Run) -> None:
     run.status = "cancelled"
     run.finished_at = utcnow()
+
+
+def silent_for_s(status: Any, heartbeat_at: Any, now: datetime | None = None) -> float | None:
+    """Seconds since a ``running`` run last heartbeat, when over ``SILENT_AFTER_S``; else None.
+
+    ``heartbeat_at`` as read back: an aware or naive (UTC) datetime or pandas Timestamp; a value
+    that is none of these (NaT, text a hostile row holds) gives None, as does any other status.
+    """
+    if status != "running" or not isinstance(heartbeat_at, datetime):
+        return None
+    try:
+        beat = heartbeat_at if heartbeat_at.tzinfo else heartbeat_at.replace(tzinfo=UTC)
+        age = ((now or utcnow()) - beat).total_seconds()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return age if math.isfinite(age) and age > SILENT_AFTER_S else None
+
+
+def silence_note(seconds: float, slurm: bool = False) -> str:
+    """What a reader is told about a running run silent for ``seconds`` (``silent_for_s``):
+    how long, what it likely means, and what settles it."""
+    minutes = seconds / 60
+    span = (f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+            if minutes < 48 * 60 else f"{minutes / 1440:,.0f} days")
+    who = ("the Slurm reconciler ends it from its job's state "
+           "(python -m engine slurm reconcile)" if slurm else
+           "a worker on this database recovers it: re-queued, or failed after "
+           f"{MAX_ATTEMPTS} claims (python -m engine worker --once)")
+    return (f"no heartbeat for {span}: the process running it seems to have stopped without "
+            f"ending the run; {who}")

@@ -111,6 +111,7 @@ def _run_dict(run: Run, tags: list[str], entities: list[VariantResult], series: 
         "dtype": run.dtype, "device": run.device, "gpu": run.gpu,
         "torch_version": run.torch_version, "error": run.error, "note": run.note,
         "tags": tags, "created_at": _iso(run.created_at), "started_at": _iso(run.started_at),
-        "finished_at": _iso(run.finished_at), "environment": run.environment or {},
+        "finished_at": _iso(run.finished_at), "heartbeat_at": _iso(run.heartbeat_at),
+        "environment": run.environment or {},
         "spec": spec, "variants": [_variant(e, series) for e in entities],
     }

@@ -319,6 +319,31 @@ def test_compare_shows_running_run_progress(db):
     assert queue.heartbeat(db, run_id, "w") is False  # the worker is told to stop
 
 
+def test_compare_says_when_a_running_run_stopped_heartbeating(db):
+    """A run whose process died without ending it (a machine that vanished) stays `running`
+    until a worker recovers it; its progress bar stands still, so the page says why."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from storage.models import Run, utcnow
+
+    run_id = queue.enqueue_run(db, spec("mlp", device="cpu"))
+    queue.claim_run(db, run_id, "w")
+    queue.heartbeat(db, run_id, "w", variant="default", phase="compiling", fraction=0.25)
+    at = app("compare", runs=str(run_id))
+    assert "no heartbeat" not in texts(at.warning).lower()  # a live run says nothing
+    with db.session(write=True) as session:
+        session.execute(update(Run).where(Run.id == run_id)
+                        .values(heartbeat_at=utcnow() - timedelta(minutes=14)))
+    at = app("compare", runs=str(run_id))
+    no_exceptions(at)
+    warning = texts(at.warning)
+    assert "No heartbeat for 14 min" in warning and "python -m engine worker --once" in warning
+    bars = [str(p.proto.text) for p in at.get("progress")]
+    assert bars == ["last reported: default · compiling · 25% of the run · variants final 0/4"]
+
+
 # --------------------------------------------------------------------------- sweep page
 
 

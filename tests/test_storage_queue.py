@@ -21,6 +21,8 @@ from storage.queue import (
     recover_stale_runs,
     request_cancel,
     requeue_run,
+    silence_note,
+    silent_for_s,
 )
 from tests.test_storage_support import ENVIRONMENT, failed_result, run_spec, variant_result
 
@@ -211,3 +213,29 @@ def test_finish_run_saves_held_results_with_the_end_and_only_for_its_owner(db):
     assert _run(db, run_id).status == "cancelled"
     assert sorted(variants.index) == ["default", "eager"]
     assert variants.loc["default", "error"] == late["error"]
+
+
+def test_a_running_run_is_called_silent_only_past_the_threshold():
+    """``silent_for_s``: the reader's side of recovery. Hostile or missing heartbeats, other
+    statuses and a heartbeat ahead of this clock are never called silent."""
+    from datetime import UTC, datetime
+
+    import pandas as pd
+
+    from storage.queue_recovery import SILENT_AFTER_S
+
+    now = datetime(2026, 12, 7, 22, 0, tzinfo=UTC)
+    ago = now - timedelta(seconds=SILENT_AFTER_S + 60)
+    assert silent_for_s("running", ago, now) == pytest.approx(SILENT_AFTER_S + 60)
+    assert silent_for_s("running", ago.replace(tzinfo=None), now) == pytest.approx(
+        SILENT_AFTER_S + 60)  # SQLite hands back naive UTC
+    assert silent_for_s("running", pd.Timestamp(ago), now) == pytest.approx(SILENT_AFTER_S + 60)
+    for status, beat in [("running", now - timedelta(seconds=SILENT_AFTER_S - 1)),
+                         ("done", ago), ("queued", ago), ("running", None),
+                         ("running", pd.NaT), ("running", "2026-12-07T20:00:00"),
+                         ("running", now + timedelta(hours=1)), (["running"], ago)]:
+        assert silent_for_s(status, beat, now) is None, (status, beat)
+    assert silence_note(14 * 60).startswith("no heartbeat for 14 min: ")
+    assert "worker --once" in silence_note(14 * 60)
+    assert "6.0 h" in silence_note(6 * 3600) and "3 days" in silence_note(3 * 86400)
+    assert "slurm reconcile" in silence_note(600, slurm=True)

@@ -13,8 +13,9 @@ from contract.fmt import positive
 from contract.results import process_draws
 from contract.text import terminal_text
 from engine.analysis import decode_report, forensics_report, repeat, train_report
+from engine.analysis.disagreement import probe_pair
 from engine.analysis.pareto import peak_bytes, peak_kind
-from engine.analysis.verdict import decide, eager_per_row, probe_pair
+from engine.analysis.verdict import decide, eager_per_row
 from engine.measure import host_settle
 from engine.measure.hostload import BUSY_HOST_CORES
 from engine.measure.pipeline_k import describe as describe_k
@@ -182,6 +183,24 @@ def wrap_lines(lines: list[str], width: int | None = WIDTH) -> list[str]:
     return out
 
 
+def _status_text(run: dict[str, Any]) -> str:
+    """``done``, ``failed: <error>``, or ``running (no heartbeat for 14 min: ...)`` for a run
+    whose process stopped without ending it (storage.queue.silent_for_s says when)."""
+    from datetime import datetime
+
+    from storage.queue import silence_note, silent_for_s
+
+    text = str(run["status"]) + (f": {run['error']}" if run.get("error") else "")
+    try:
+        beat = datetime.fromisoformat(run["heartbeat_at"]) if run.get("heartbeat_at") else None
+    except (TypeError, ValueError):
+        beat = None
+    silent = silent_for_s(run["status"], beat)
+    if silent is not None:
+        text += f" ({silence_note(silent, slurm=bool(run.get('slurm')))})"
+    return text
+
+
 def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
     """The run as text: at most ``width`` columns (None: each line whole, ``show --wide``);
     every figure is in ``show --json``."""
@@ -190,7 +209,7 @@ def format_run(db: Any, run_id: int, width: int | None = WIDTH) -> str:
     env = run.get("environment") or {}
     lines = [
         f"run {run_id}: {run['model']} ({run['dims_label']}) {run['dtype']} on {run['device']}"
-        f" | status {run['status']}" + (f": {run['error']}" if run.get("error") else ""),
+        f" | status {_status_text(run)}",
         f"  {describe_step(run.get('spec') or {})}",
         *_slurm_line(run.get("slurm")),
         f"  gpu {env.get('gpu') or 'none'} | driver {env.get('driver') or '-'} | "
