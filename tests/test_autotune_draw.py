@@ -176,7 +176,7 @@ def _disagreeing(draws: list[str], eager: list, speeds: list) -> dict:
 
 
 def test_the_verdict_names_the_redraw_when_the_compiled_time_moved_and_eager_held():
-    from engine.analysis.verdict import redraw_cause
+    from engine.analysis.disagreement import redraw_cause
 
     # eager 4.00-4.02 ms; compiled 1.25, 1.25, 1.31, 1.25 ms: the third process drew other kernels
     row = _disagreeing(["drawn", "replayed", "redrawn", "redrawn"], [4.0, 4.01, 4.02, 4.0],
@@ -198,7 +198,7 @@ def test_the_verdict_names_the_redraw_when_the_compiled_time_moved_and_eager_hel
     (["redrawn", "redrawn"], [4.0, 4.0], [3.2, 3.0]),  # no shared draw to hold against
 ])
 def test_no_redraw_is_named_where_the_figures_do_not_say_so(draws, eager, speeds):
-    from engine.analysis.verdict import redraw_cause
+    from engine.analysis.disagreement import redraw_cause
 
     assert redraw_cause(_disagreeing(draws, eager, speeds)) is None
 
@@ -220,8 +220,8 @@ def test_show_marks_the_processes_that_drew_anew():
 def test_a_hostile_stored_draw_reaches_no_terminal_or_page_as_written():
     """Rows are written by anyone who can write the database: a draw that is not one of the
     three words is no draw, and a note is one escaped line of at most 300 characters."""
+    from engine.analysis.disagreement import redraw_cause
     from engine.analysis.forensics_report import draw_line
-    from engine.analysis.verdict import redraw_cause
 
     row = {"variant": "default", "processes": [
         {"autotune_draw": "drawn"},

@@ -509,8 +509,9 @@ def test_hostile_host_records_and_per_process_eager_say_nothing(db, case):
     """A row's host-settle record, its probe after the window and its per-process eager
     (issue 36), written by anyone who can write the database: pages render, show prints no
     line about them, nothing of their text reaches a page or the verdict."""
+    from engine.analysis.disagreement import off_eager_process
     from engine.analysis.show import format_run, moved_line, settle_line
-    from engine.analysis.verdict import decide, off_eager_process
+    from engine.analysis.verdict import decide
     from storage.records import load_run
 
     res = copy.deepcopy(mlp_results()[:2])

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from engine.analysis import variant_stats
+from engine.analysis.disagreement import off_eager_process
 from engine.analysis.show import process_lines
-from engine.analysis.verdict import off_eager_process
 
 
 def _process(eager_ms: float, compiled_ms: float) -> dict:
@@ -88,3 +88,31 @@ def test_positive_takes_finite_numbers_above_zero_only(value, want):
     from contract.fmt import positive
 
     assert positive(value) == want
+
+
+def test_the_cause_is_read_about_the_process_whose_speedup_stands_apart():
+    """A run on a noisy H100 (BERT-base default, 2026-12-07): process 1 timed on a slow host
+    (eager 7.79 ms) but its speedup sat with the others'; process 2's compiled call read 11.8 ms
+    while its eager held, and its 0.36x was the one apart. The cause names process 2."""
+    from engine.analysis.disagreement import cause, off_compiled_process
+
+    procs = [{"autotune_draw": d, "host_probe": {"module_call_us": b},
+              "host_probe_after": {"module_call_us": a}}
+             for d, b, a in [("drawn", 1.57, 1.72), ("replayed", 0.90, 0.80),
+                             ("redrawn", 0.82, 0.80), ("redrawn", 0.90, 0.87)]]
+    row = {"variant": "default", "process_eager_ms": [7.794, 4.274, 4.52, 4.40],
+           "process_speedups": [1.571, 0.362, 1.485, 1.442], "processes": procs}
+    assert off_eager_process(row) is None  # process 1's eager is off, its speedup is not
+    text = cause(row)
+    assert text.startswith("Cause: process 2 of 4 read the compiled call at 11.8 ms per call")
+    assert "while its eager held (4.27 ms" in text and "speedup 0.36× there" in text
+    assert "0.90 µs before the window and 0.80 µs after" in text
+    assert "the cold compile's kernel choices, replayed" in text and "not the host" in text
+    # eager off in the same process as the speedup: the host's cause, not the compiled one
+    host = {**row, "process_eager_ms": [4.37, 4.41, 7.57, 4.23],
+            "process_speedups": [3.34, 3.38, 4.78, 3.27]}
+    assert off_compiled_process(host) is None
+    assert cause(host).startswith("Cause: process 3 of 4 read eager at 7.57 ms")
+    # nothing stands apart by 1.25x: no measured cause, the likely one from the profile
+    assert cause({**row, "process_speedups": [1.5, 1.4, 1.45, 1.48],
+                  "process_eager_ms": [4.3, 4.4, 4.5, 4.4]}).startswith("Likely cause: ")

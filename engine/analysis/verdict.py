@@ -26,16 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract import fmt
-from contract.results import process_draws
 from contract.schema import RunSpec
 from contract.text import defuse_shortcodes
-from engine.analysis import stats
-from engine.analysis.repeat import EAGER_HELD, KERNELS_MOVED
+from engine.analysis import disagreement, stats
 from engine.measure import compile_load
 from engine.measure.hostload import BUSY_HOST_CORES
 
 TIE_BAND = 0.03  # pipelined ratios within ±3 % of 1.0 are called a tie (also without an interval)
-LAUNCH_BOUND = 0.5  # eager's device-busy time below half its wall time: launch-bound
 TARGET = RunSpec.defaults()["target_halfwidth"]  # what "narrow enough" means when undecided
 
 Row = Mapping[str, Any]
@@ -187,100 +184,6 @@ def eager_per_row_caution(rows: Iterable[Row]) -> str | None:
             "divide into it. Re-run to compare every variant with one eager.")
 
 
-OFF_EAGER = 1.25  # a process's paired eager over the median of the others': its host slowed
-
-
-def off_eager_process(row: Row) -> str | None:
-    """The process whose paired eager read far slower than the variant's other processes' (the
-    host slowed during its window), said with its figures; None when there is none or the row
-    lacks per-process eager figures (``process_eager_ms``, stored since issue 36)."""
-    eager, speeds = row.get("process_eager_ms"), row.get("process_speedups")
-    if not isinstance(eager, list) or not isinstance(speeds, list) or len(eager) != len(speeds) \
-            or len(eager) < 3 or not all(fmt.positive(x) for x in eager + speeds):
-        return None
-    worst = max(range(len(eager)), key=lambda i: eager[i])
-    others = sorted(float(x) for i, x in enumerate(eager) if i != worst)
-    if eager[worst] <= OFF_EAGER * others[len(others) // 2]:
-        return None
-    return (f"process {worst + 1} of {len(eager)} read eager at {fmt.ms(eager[worst])} per call "
-            f"against {fmt.ms(others[0])} to {fmt.ms(others[-1])} in the others (speedup "
-            f"{fmt.ratio(speeds[worst])} there{_probes_of(row, worst, len(eager))}): the host "
-            "slowed during that process's window, "
-            "and a call that launches from the host slows with it more than a CUDA-graph replay "
-            "or fused code does; a re-run may read near the other processes' speedups")
-
-
-def redraw_cause(row: Row) -> str | None:
-    """Where the variant's processes moved apart between kernel draws (engine/measure/
-    autotune_draw.py): the processes that drew anew read a compiled time per call apart from
-    the ones sharing the cold compile's draw, while those and eager held (the rule of
-    ``repeat.kernels_moved``), that choice said with the figures; None otherwise."""
-    procs, eager, speeds = (row.get(k) for k in ("processes", "process_eager_ms",
-                                                 "process_speedups"))
-    if not (isinstance(procs, list) and isinstance(eager, list) and isinstance(speeds, list)
-            and len(procs) == len(eager) == len(speeds) >= 2
-            and all(fmt.positive(x) for x in eager + speeds)):
-        return None
-    draws = process_draws(procs)
-    compiled = [float(e) / float(s) for e, s in zip(eager, speeds, strict=True)]
-    shared = [c for c, d in zip(compiled, draws, strict=True) if d in ("drawn", "replayed")]
-    anew = [c for c, d in zip(compiled, draws, strict=True) if d == "redrawn"]
-    if not shared or not anew:
-        return None
-    units = [math.exp(sum(math.log(c) for c in shared) / len(shared)), *anew]  # one per draw
-    moved = max(units) / min(units) - 1
-    within = max(shared) / min(shared) - 1
-    held = max(eager) / min(eager) - 1
-    if moved < KERNELS_MOVED or max(held, within) > EAGER_HELD * moved:
-        return None
-    return (f"{len(anew)} of its {len(procs)} processes autotuned its kernels anew, and its "
-            f"kernel draws read {fmt.ms(min(units))} to {fmt.ms(max(units))} per call "
-            f"({moved:.1%} apart) while the processes sharing a draw held within {within:.1%} "
-            f"and eager within {held:.1%}: the kernel configs a compile draws set its speed, "
-            "and the interval includes that spread (docs/METHOD.md §2)")
-
-
-def probe_pair(proc: Any) -> tuple[float, float] | None:
-    """A measuring process's module-call cost (µs) from its host probe before its window and
-    after it (engine/measure/child.py), or None where either is missing."""
-    if not isinstance(proc, Mapping):
-        return None
-    calls = [fmt.positive(p.get("module_call_us")) if isinstance(p, Mapping) else None
-             for p in (proc.get("host_probe"), proc.get("host_probe_after"))]
-    return (calls[0], calls[1]) if calls[0] and calls[1] else None
-
-
-def _probes_of(row: Row, index: int, count: int) -> str:
-    """", its host probe read a module call at A µs before the window and B µs after" for
-    process ``index``, when the row's processes line up with its per-process figures."""
-    procs = row.get("processes")
-    pair = probe_pair(procs[index]) if isinstance(procs, list) and len(procs) == count else None
-    if pair is None:
-        return ""
-    return (f"; its host probe read a module call at {pair[0]:.2f} µs before the window and "
-            f"{pair[1]:.2f} µs after")
-
-
-def disagreement_cause(row: Row) -> str:
-    """The likeliest reason a variant's processes disagree, from what was measured."""
-    busy = _v(row, "host_other_busy_cores")
-    if busy is not None and busy >= BUSY_HOST_CORES:
-        return (f"the host CPU was busy (other processes kept {busy:.1f} cores busy), and "
-                "launch-bound calls follow the host")
-    dev = _v(row, "eager_device_busy_ms_per_call")
-    wall = _v(row, "paired_eager_median_ms") or _v(row, "eager_median_ms")
-    if dev is not None and wall:
-        share = dev / wall
-        if share < LAUNCH_BOUND:
-            return (f"eager is launch-bound: the GPU is busy {fmt.ms(dev)} of eager's "
-                    f"{fmt.ms(wall)} per call ({share:.0%}), so eager's time follows the host "
-                    "CPU's speed, which drifts between processes and minutes")
-        return (f"eager keeps the GPU busy {share:.0%} of its wall time, so the host is not "
-                "the likely cause; suspect GPU clocks (power, temperature) or another tenant")
-    return ("no profiler figure to tell launch-bound eager from GPU clocks; a busy or "
-            "frequency-scaling host CPU is the usual cause")
-
-
 def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
     out: list[str] = []
     noisy = [str(r["variant"]) for r in ok if _true(r.get("noisy"))]
@@ -303,11 +206,9 @@ def _cautions(ok: list[Row], compiled: list[Row]) -> list[str]:
         k = _v(r, "n_processes")
         if _true(r.get("processes_disagree")):
             per = ", ".join(fmt.ratio(s) for s in (r.get("process_speedups") or []))
-            off = off_eager_process(r) or redraw_cause(r)
             out.append(f"{r['variant']}: its measuring processes disagree beyond their own "
                        f"noise (speedups {per}); the interval includes that spread. "
-                       + (f"Cause: {off}." if off else
-                          f"Likely cause: {disagreement_cause(r)}."))
+                       + disagreement.cause(r))
         elif k == 1 or (k is None and _v(r, "speedup_ci_low") is not None):
             # k is None: a result from before Compile Lab measured several processes
             out.append(f"{r['variant']} was measured in one process: its interval covers noise "

@@ -19,7 +19,9 @@ that does heavy CPU work inside a GPU run's call reads that work single-threaded
 it was given and times on the one that reads fastest then, because a lent host's CPUs were seen
 at two speeds at once, each flipping within seconds (docs/measurements/2026-12-07-core-choice-h100.md).
 Not the default: on a quiet host it widened the intervals, since a run's processes then time on
-different CPUs (docs/measurements/2026-12-07-core-choice-ab-h100.md).
+different CPUs (docs/measurements/2026-12-07-core-choice-ab-h100.md), and on a noisy one it did
+not narrow them, since the chosen CPU often turned slow inside the window
+(docs/measurements/2026-12-07-noisy-h100.md).
 
 Not on the CPU device: there the model itself runs on the cores (intra-op threads), and one
 core would measure another program.  ``COMPILELAB_PIN_TIMING=0`` turns it off; a host with
