@@ -407,6 +407,34 @@ def test_figures_of_the_wrong_kind_written_into_the_database_by_hand(db):
     assert shown["median_ms"] is None and shown["speedup"] is None  # engine show formats them
 
 
+def test_times_that_are_not_times_written_into_the_database_by_hand(db):
+    """SQLite keeps any text in a time column; its driver's parser raised on such a row, and
+    one row took the Runs page, the compare page and ``show`` down. Such a time reads as
+    missing, and a running run with no readable heartbeat is never called silent."""
+    from sqlalchemy import text
+
+    from engine.analysis.show import format_run
+
+    done = seed_done(db, spec("mlp", variants=["eager", "default"]), mlp_results()[:2])
+    running = queue.enqueue_run(db, spec("mlp"))
+    queue.claim_run(db, running, "w")
+    with db.session(write=True) as s:
+        s.execute(text("UPDATE runs SET created_at = 'yesterday', finished_at = 42, "
+                       "started_at = '2026-13-45 99:00:00' WHERE id = :i"), {"i": done})
+        s.execute(text("UPDATE runs SET heartbeat_at = 'not a time', executor = 7 "
+                       "WHERE id = :i"), {"i": running})
+    frame = queries.list_runs(db).set_index("run_id")
+    assert pd.isna(frame.loc[done, "created_at"]) and pd.isna(frame.loc[done, "finished_at"])
+    assert pd.isna(frame.loc[running, "heartbeat_at"])
+    assert "| status done" in format_run(db, done, width=None)
+    assert "no heartbeat" not in format_run(db, running, width=None)
+    for at in (app("runs"), app("compare", runs=f"{done},{running}"),
+               app("review", tag="nightly")):
+        no_exceptions(at)
+        assert "Cannot open the database" not in texts(at.error), texts(at.error)
+        assert "heartbeat" not in texts(at.warning).lower()
+
+
 def test_hand_edited_rows_through_the_typed_reader_and_the_eager_caution(db):
     """Rows anyone who can write the database may leave: a process whose series holds a
     negative time, processes that are not objects, a negative or textual eager.  Every reader

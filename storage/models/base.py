@@ -61,11 +61,27 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
+        if not isinstance(value, datetime):
             return None
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+    def result_processor(self, dialect: Dialect, coltype: Any) -> Any:
+        """SQLite keeps text that anyone with the file can overwrite: a time column holding
+        text that is not a time (or a number) reads as missing, where the driver's parser
+        would raise and take every listing of runs down with that one row."""
+        parse = super().result_processor(dialect, coltype)
+        if parse is None:
+            return None
+
+        def lenient(value: Any) -> datetime | None:
+            try:
+                return parse(value)
+            except (ValueError, TypeError, OverflowError):
+                return None
+
+        return lenient
 
 
 def json_column_type() -> JSON:
