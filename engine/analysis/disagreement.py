@@ -23,8 +23,6 @@ from engine.measure.hostload import BUSY_HOST_CORES
 Row = Mapping[str, Any]
 
 LAUNCH_BOUND = 0.5  # eager's device-busy time below half its wall time: launch-bound
-
-
 OFF_EAGER = 1.25  # a process's paired eager over the median of the others': its host slowed
 
 
