@@ -11,6 +11,7 @@ from contract import fmt
 from contract.recompile import phase_words
 from contract.schema import EXPORTED
 from engine.analysis.forensics_report import phase_segments
+from storage.queue_recovery import silent_for_s
 
 MiB = 2**20
 
@@ -210,6 +211,9 @@ def runs_table(runs: pd.DataFrame, cautions: Mapping[int, list[str]] | None = No
     said = cautions or {}
     out["cautions"] = [(CAUTION_SEP.join(said[int(r)]) or "none") if int(r) in said else ""
                        for r in out["run_id"]]
+    if "heartbeat_at" in runs.columns:  # a process that died without ending its run
+        out["status"] = [f"{s} · no heartbeat" if silent_for_s(s, beat) is not None else s
+                         for s, beat in zip(out["status"], runs["heartbeat_at"], strict=True)]
     for c in ("model", "dims_label", "dtype", "device", "gpu", "torch_version", "status",
               "variants", "tags", "note", "cautions"):
         out[c] = out[c].map(lambda v: DASH if v is None or v != v or v == "" else v)

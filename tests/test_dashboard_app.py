@@ -342,6 +342,12 @@ def test_compare_says_when_a_running_run_stopped_heartbeating(db):
     assert "No heartbeat for 14 min" in warning and "python -m engine worker --once" in warning
     bars = [str(p.proto.text) for p in at.get("progress")]
     assert bars == ["last reported: default · compiling · 25% of the run · variants final 0/4"]
+    from dashboard import data
+
+    data.clear_caches()  # the list is cached a few seconds; the first page load read it live
+    runs = app("runs")
+    no_exceptions(runs)
+    assert list(runs.dataframe[0].value["status"]) == ["running · no heartbeat"]
 
 
 # --------------------------------------------------------------------------- sweep page
