@@ -59,6 +59,12 @@ def export_bundle(db: Database, run_ids: Iterable[int]) -> dict[str, Any]:
     unfinished = [run_id for run_id in wanted if runs[run_id]["status"] not in FINAL_RUN_STATUSES]
     if unfinished:
         raise BundleError(f"runs {unfinished} have not finished yet; export finished runs only")
+    # A time column holding something else reads as missing (storage/models/base.py); a bundle
+    # without a creation time would be refused by every import, this one's included.
+    undated = [run_id for run_id in wanted if runs[run_id]["created_at"] is None]
+    if undated:
+        raise BundleError(f"runs {undated} have no readable creation time in this database "
+                          "(something else was written there); they cannot be exported")
     return {
         "format": BUNDLE_FORMAT,
         "version": BUNDLE_VERSION,

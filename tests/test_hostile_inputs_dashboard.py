@@ -427,6 +427,9 @@ def test_times_that_are_not_times_written_into_the_database_by_hand(db):
     assert pd.isna(frame.loc[done, "created_at"]) and pd.isna(frame.loc[done, "finished_at"])
     assert pd.isna(frame.loc[running, "heartbeat_at"])
     assert "| status done" in format_run(db, done, width=None)
+    with pytest.raises(bundle_mod.BundleError, match=rf"runs \[{done}\] have no readable "
+                                                     "creation time"):
+        bundle_mod.export_bundle(db, [done])
     assert "no heartbeat" not in format_run(db, running, width=None)
     for at in (app("runs"), app("compare", runs=f"{done},{running}"),
                app("review", tag="nightly")):
