@@ -26,12 +26,12 @@ LAUNCH_BOUND = 0.5  # eager's device-busy time below half its wall time: launch-
 OFF_EAGER = 1.25  # a process's paired eager over the median of the others': its host slowed
 
 
-def _figures(row: Row) -> tuple[list[float], list[float]] | None:
-    """The row's per-process paired eager (ms) and speedups, three or more of each and every
-    one a finite positive number; None otherwise (an older or hand-edited row)."""
+def _figures(row: Row, least: int = 3) -> tuple[list[float], list[float]] | None:
+    """The row's per-process paired eager (ms) and speedups, ``least`` or more of each and
+    every one a finite positive number; None otherwise (an older or hand-edited row)."""
     eager, speeds = row.get("process_eager_ms"), row.get("process_speedups")
     if not isinstance(eager, list) or not isinstance(speeds, list) or len(eager) != len(speeds) \
-            or len(eager) < 3 or not all(fmt.positive(x) for x in eager + speeds):
+            or len(eager) < least or not all(fmt.positive(x) for x in eager + speeds):
         return None
     return [float(x) for x in eager], [float(x) for x in speeds]
 
@@ -106,14 +106,12 @@ def redraw_cause(row: Row) -> str | None:
     autotune_draw.py): the processes that drew anew read a compiled time per call apart from
     the ones sharing the cold compile's draw, while those and eager held (the rule of
     ``repeat.kernels_moved``), that choice said with the figures; None otherwise."""
-    procs, eager, speeds = (row.get(k) for k in ("processes", "process_eager_ms",
-                                                 "process_speedups"))
-    if not (isinstance(procs, list) and isinstance(eager, list) and isinstance(speeds, list)
-            and len(procs) == len(eager) == len(speeds) >= 2
-            and all(fmt.positive(x) for x in eager + speeds)):
+    got, procs = _figures(row, least=2), row.get("processes")
+    if got is None or not isinstance(procs, list) or len(procs) != len(got[0]):
         return None
+    eager, speeds = got
     draws = process_draws(procs)
-    compiled = [float(e) / float(s) for e, s in zip(eager, speeds, strict=True)]
+    compiled = [e / s for e, s in zip(eager, speeds, strict=True)]
     shared = [c for c, d in zip(compiled, draws, strict=True) if d in ("drawn", "replayed")]
     anew = [c for c, d in zip(compiled, draws, strict=True) if d == "redrawn"]
     if not shared or not anew:
