@@ -88,6 +88,8 @@ class ProcessResult:
     host_probe: Mapping[str, float] | None = None
     host_settle: Mapping[str, Any] | None = None
     host_probe_after: Mapping[str, float] | None = None
+    # device ms per call with the host queued ahead, by timed function ("variant", "eager")
+    device_ms: Mapping[str, float] | None = None
     core_probe_us: Mapping[str, float] | None = None  # per allowed CPU, where the core was chosen
     timing_cpus: tuple[int, ...] = ()
     threads: int | None = None
@@ -116,6 +118,7 @@ class ProcessResult:
             host_probe=_probe(raw.get("host_probe")),
             host_settle=_settle(raw.get("host_settle")),
             host_probe_after=_probe(raw.get("host_probe_after")),
+            device_ms=_probe(raw.get("device_ms")),
             core_probe_us=_probe(raw.get("core_probe_us")),
             timing_cpus=tuple(c for c in raw.get("timing_cpus") or () if _int(c) is not None)
             if isinstance(raw.get("timing_cpus"), list) else (),

@@ -339,6 +339,11 @@ FIGURES: tuple[Figure, ...] = (
        "own processes of each process's per-call median, as read", column=False),
     _s("paired_eager_median_ms", "float", None, "compiled: eager's median in this variant's own "
        "processes (geometric mean over them), the eager its paired rounds saw", column=False),
+    _s("device_ms_per_call", "float", None, "device time of one call with the host queued "
+       "ahead (engine/measure/device_time.py), median over the variant's processes; eager: "
+       "eager_device_ms_per_call", column=False),
+    _s("eager_device_ms_per_call", "float", None, "the run's eager device time of one call "
+       "with the host queued ahead: median over every process that timed eager", column=False),
     _s("mean_ms", "float", "mean ms"),
     _s("p10_ms", "float", "p10 ms"),
     _s("p90_ms", "float", "p90 ms"),

@@ -20,6 +20,7 @@ def _process() -> dict:
             "host_other_busy_cores": 0.1, "host_probe": {"launch_us": 7.0, "module_call_us": 0.8},
             "host_settle": {"waited_s": 0.5, "reference_us": 0.7, "probes": 3, "slow": False},
             "host_probe_after": {"launch_us": 7.5, "module_call_us": 1.3},
+            "device_ms": {"variant": 0.9, "eager": 1.7},
             "core_probe_us": {"3": 0.9, "15": 0.82},
             "timing_cpus": [15], "threads": 1, "first_call_s": 3.2,
             "phases": [{"name": "measure", "start": 1.0, "end": 2.0}],

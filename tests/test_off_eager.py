@@ -116,3 +116,73 @@ def test_the_cause_is_read_about_the_process_whose_speedup_stands_apart():
     # nothing stands apart by 1.25x: no measured cause, the likely one from the profile
     assert cause({**row, "process_speedups": [1.5, 1.4, 1.45, 1.48],
                   "process_eager_ms": [4.3, 4.4, 4.5, 4.4]}).startswith("Likely cause: ")
+
+
+@pytest.mark.parametrize("far_dev,words", [
+    (9.10, "its kernels themselves took another time on the device (9.1 ms against"),
+    (0.92, "its kernels took the same device time as the others' (0.92 ms against 0.88 ms "
+           "to 0.95 ms a call with the host queued ahead), so the host work of its compiled "
+           "call"),
+])
+def test_the_compiled_cause_says_whether_the_device_or_the_host_ran_slow(far_dev, words):
+    """Each process's device time with the host queued ahead (engine/measure/device_time.py)
+    tells slow kernels from slow host work for the compiled call; hostile or missing device
+    figures fall back on the sentence without them."""
+    from engine.analysis.disagreement import cause
+
+    devs = [0.88, far_dev, 0.95, 0.90]
+    procs = [{"device_ms": {"variant": d, "eager": 0.85}} for d in devs]
+    row = {"variant": "default", "process_eager_ms": [4.30, 4.274, 4.52, 4.40],
+           "process_speedups": [1.571, 0.362, 1.485, 1.442], "processes": procs}
+    text = cause(row)
+    assert text.startswith("Cause: process 2 of 4 read the compiled call at 11.8 ms")
+    assert words in text and "not the host" not in text.split("kernels")[0]
+    if far_dev < 1:
+        assert "ran slower in that process than in the others while its eager's did not" in text
+        # the same process reading its compiled call fast: said as faster, not slower
+        fast = {**row, "process_speedups": [1.571, 3.9, 1.485, 1.442]}
+        assert "ran faster in that process than in the others" in cause(fast)
+    for bad in ({"variant": "9"}, {"variant": float("nan")}, {"variant": -1.0}, "x", None,
+                {"eager": 0.9}):
+        hostile = [dict(p) for p in procs]
+        hostile[1]["device_ms"] = bad
+        assert "the compiled code itself ran at another speed in that process, not the host" \
+            in cause({**row, "processes": hostile})
+    one_other = [dict(p) for p in procs]
+    for p in one_other[2:]:
+        p.pop("device_ms")
+    assert "compiled code itself ran at another speed" in cause({**row, "processes": one_other})
+
+
+def test_device_time_keeps_only_samples_taken_with_the_host_ahead():
+    from engine.measure import device_time
+
+    assert device_time.summarise([1.0, None, 3.0, 2.0, None]) == 2.0
+    assert device_time.summarise([1.0, None, None, 2.0, None]) is None  # two: no figure
+    assert device_time.summarise([1.0, -1.0, 2.0]) is None
+    assert not device_time.available("cpu")
+
+
+def test_a_process_record_keeps_its_device_time_and_drops_what_is_not_a_time():
+    from contract.results import ProcessResult
+
+    got = ProcessResult.from_json({"device_ms": {"variant": 1.5, "eager": "x", "o": -2}})
+    assert dict(got.device_ms) == {"variant": 1.5}
+    assert got.to_json()["device_ms"] == {"variant": 1.5}
+    assert ProcessResult.from_json({"device_ms": [1, 2]}).device_ms is None
+    from engine.measure import child
+    from engine.measure.rounds import timing_budget
+    from engine.measure.timing import Timer
+
+    budget = timing_budget({"min_samples": 4, "min_time_s": 0.0, "max_time_s": 0.2})
+    proc = child._measure_process({}, Timer("cpu"), {"variant": lambda: None}, budget,
+                                  child.PhaseClock(), lambda *a, **k: None, "cold")
+    assert proc["device_ms"] is None  # off a GPU: no figure, never a guess
+
+
+def test_show_lists_each_process_device_time_where_taken():
+    row = {"variant": "default", "process_speedups": [1.5, 0.4], "stop_reason": "x",
+           "processes": [{"device_ms": {"variant": 0.9}}, {"device_ms": {"variant": "9"}}]}
+    lines = process_lines([row])
+    assert "    device time in each (host queued ahead): 0.9000, - ms" in lines
+    assert not any("device time" in ln for ln in process_lines([{**row, "processes": [{}, {}]}]))

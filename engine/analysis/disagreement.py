@@ -24,6 +24,7 @@ Row = Mapping[str, Any]
 
 LAUNCH_BOUND = 0.5  # eager's device-busy time below half its wall time: launch-bound
 OFF_EAGER = 1.25  # a process's paired eager over the median of the others': its host slowed
+DEVICE_MOVED = 1.10  # a process's compiled device time this far from the others': its kernels
 
 
 def _figures(row: Row, least: int = 3) -> tuple[list[float], list[float]] | None:
@@ -96,9 +97,36 @@ def off_compiled_process(row: Row) -> str | None:
             f"{fmt.ms(compiled[far])} per call against {fmt.ms(others_c[0])} to "
             f"{fmt.ms(others_c[-1])} in the others while its eager held ({fmt.ms(eager[far])} "
             f"against {fmt.ms(others_e[0])} to {fmt.ms(others_e[-1])}; speedup "
-            f"{fmt.ratio(speeds[far])} there{_probes_of(row, far, len(eager))}{kernels}): the "
-            "compiled code itself ran at another speed in that process, not the host; a re-run "
-            "may read near the other processes' speedups")
+            f"{fmt.ratio(speeds[far])} there{_probes_of(row, far, len(eager))}{kernels}): "
+            f"{_where_it_ran(procs, far, len(eager), compiled[far] > mid_c)}; a re-run may "
+            "read near the other "
+            "processes' speedups")
+
+
+def device_ms(proc: Any, name: str = "variant") -> float | None:
+    """A measuring process's device time per call of ``name`` ("variant" or "eager") with the
+    host queued ahead (engine/measure/device_time.py), or None where it holds none."""
+    got = proc.get("device_ms") if isinstance(proc, Mapping) else None
+    return fmt.positive(got.get(name)) if isinstance(got, Mapping) else None
+
+
+def _where_it_ran(procs: Any, far: int, count: int, slow: bool) -> str:
+    """Whether the process's compiled call was slow on the device or on the host, from its
+    device time queued ahead against the others'; without that figure, not the host."""
+    dev = [device_ms(p) for p in procs] if isinstance(procs, list) and len(procs) == count \
+        else []
+    others = sorted(d for i, d in enumerate(dev) if i != far and d is not None)
+    if not dev or dev[far] is None or len(others) < 2:
+        return "the compiled code itself ran at another speed in that process, not the host"
+    span = f"{fmt.ms(dev[far])} against {fmt.ms(others[0])} to {fmt.ms(others[-1])}"
+    mid = statistics.median(others)
+    if max(dev[far] / mid, mid / dev[far]) > DEVICE_MOVED:
+        return (f"its kernels themselves took another time on the device ({span} a call with "
+                "the host queued ahead): the kernels that process ran, not the host")
+    return (f"its kernels took the same device time as the others' ({span} a call with the "
+            "host queued ahead), so the host work of its compiled call (guards, wrapper, "
+            f"launches) ran {'slower' if slow else 'faster'} in that process than in the others "
+            "while its eager's did not")
 
 
 def redraw_cause(row: Row) -> str | None:

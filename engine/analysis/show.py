@@ -13,7 +13,7 @@ from contract.fmt import positive
 from contract.results import process_draws
 from contract.text import terminal_text
 from engine.analysis import decode_report, forensics_report, repeat, train_report
-from engine.analysis.disagreement import probe_pair
+from engine.analysis.disagreement import device_ms, probe_pair
 from engine.analysis.pareto import peak_bytes, peak_kind
 from engine.analysis.verdict import decide, eager_per_row
 from engine.measure import host_settle
@@ -385,6 +385,8 @@ def process_lines(rows: list[dict[str, Any]]) -> list[str]:
             eager = r.get("process_eager_ms")
             if isinstance(eager, list) and eager and all(positive(x) for x in eager):
                 out.append("    eager in each: " + ", ".join(f"{x:.4f}" for x in eager) + " ms")
+            if (dev := _device_line(r)) is not None:
+                out.append(dev)
             measured, paired = r.get("measured_median_ms"), r.get("paired_eager_median_ms")
             if not _blank(measured) and not _blank(paired):
                 out.append(f"    read in its own processes: {measured:.4f} ms/call against "
@@ -409,6 +411,19 @@ def process_lines(rows: list[dict[str, Any]]) -> list[str]:
             f"{p.get('module_call_us', float('nan')):.2f}" for v, p in probes))
     out += [line for line in (settle_line(rows), moved_line(rows)) if line]
     return out
+
+
+def _device_line(row: dict[str, Any]) -> str | None:
+    """The compiled call's device time in each process with the host queued ahead
+    (engine/measure/device_time.py); "-" where a process took none."""
+    procs = row.get("processes")
+    if not isinstance(procs, list):
+        return None
+    dev = [device_ms(p) for p in procs]
+    if not any(d is not None for d in dev):
+        return None
+    return ("    device time in each (host queued ahead): "
+            + ", ".join("-" if d is None else f"{d:.4f}" for d in dev) + " ms")
 
 
 MOVED = 1.25  # a module call this much slower after a process's window than before it

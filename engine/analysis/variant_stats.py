@@ -108,6 +108,28 @@ def run_eager(results: Mapping[str, Result], key: str = "samples_ms") -> float |
     return _geomean(medians) if medians else None
 
 
+def _device_readings(result: Result, name: str) -> list[float]:
+    """Each of the result's processes' device time per call of ``name`` ("variant", "eager"),
+    with the host queued ahead (engine/measure/device_time.py), where it took one."""
+    return [d for p in _processes(result) if p.device_ms is not None
+            and (d := p.device_ms.get(name)) is not None]
+
+
+def run_eager_device(results: Mapping[str, Result]) -> float | None:
+    """The run's eager device time per call (ms): the median over every process of the run that
+    timed eager (its own and each compiled variant's paired eager); one figure, as eager is."""
+    got = [d for r in results.values() for d in _device_readings(
+        r, "variant" if r.get("variant") == "eager" else "eager")]
+    return float(np.median(got)) if got else None
+
+
+def _device(stats: dict[str, Any], result: Result, results: Mapping[str, Result]) -> None:
+    eager = run_eager_device(results)
+    own = eager if result.get("variant") == "eager" else (
+        float(np.median(got)) if (got := _device_readings(result, "variant")) else None)
+    stats.update(device_ms_per_call=own, eager_device_ms_per_call=eager)
+
+
 def _summary(stats: dict[str, Any], samples: Sequence[float]) -> None:
     s = summarize(samples)
     stats.update(mean_ms=s.mean, p10_ms=s.p10, p90_ms=s.p90, iqr_ms=s.iqr, n=s.n, noisy=s.noisy)
@@ -227,6 +249,7 @@ def add_stats(result: Result, results: Mapping[str, Result], *,
     if result.get("status") != "ok" or not result.get("samples_ms"):
         return result
     everyone = {**results, str(result.get("variant")): result}
+    _device(stats, result, everyone)
     if result.get("variant") == "eager":
         _eager_stats(stats, everyone)
         return result

@@ -28,7 +28,7 @@ from typing import Any
 from contract import fmt
 from contract.schema import RunSpec
 from contract.text import defuse_shortcodes
-from engine.analysis import disagreement, stats
+from engine.analysis import device_share, disagreement, stats
 from engine.measure import compile_load
 from engine.measure.hostload import BUSY_HOST_CORES
 
@@ -51,12 +51,15 @@ class Verdict:
     short_jobs_choice: str | None = None
     provisional: str | None = None
     """Set while any figure may still move: said first, before the answers."""
+    device: str | None = None
+    """Where the gains come from: device time against eager's (engine/analysis/device_share.py)."""
 
     def lines(self) -> list[tuple[str, str]]:
         """(label, sentence) pairs in reading order; every front end renders these."""
         out = [("Provisional", self.provisional)] if self.provisional else []
         out += [("Latency", self.latency), ("Throughput", self.throughput),
                 ("Short jobs", self.short_jobs)]
+        out += [("Device time", self.device)] if self.device else []
         out += [("Slower than eager", s) for s in self.slower_than_eager]
         out += [("Caution", w) for w in self.warnings]
         return out
@@ -73,7 +76,8 @@ class Verdict:
                 "short_jobs": self.short_jobs, "slower_than_eager": self.slower_than_eager,
                 "warnings": self.warnings, "latency_choice": self.latency_choice,
                 "throughput_choice": self.throughput_choice,
-                "short_jobs_choice": self.short_jobs_choice, "provisional": self.provisional}
+                "short_jobs_choice": self.short_jobs_choice, "provisional": self.provisional,
+                "device": self.device}
 
 
 # What can open Markdown, HTML, Streamlit icons/emoji (":name:") or LaTeX ("$") mid-sentence;
@@ -306,7 +310,8 @@ def decide(rows: Iterable[Row], run_id: int | None = None) -> Verdict:
     throughput, thr_choice = _throughput(candidates)
     short, short_choice = _short_jobs(candidates, eager)
     return Verdict(run_id, latency, throughput, short, slower, warnings,
-                   lat_choice, thr_choice, short_choice, provisional_note(ok))
+                   lat_choice, thr_choice, short_choice, provisional_note(ok),
+                   device_share.device_line(ok))
 
 
 def _sci(x: float | None, missing: str = "n/a") -> str:

@@ -37,6 +37,7 @@ from engine.measure import (  # noqa: E402
     accuracy,
     autotune_draw,
     decode,
+    device_time,
     forensics,
     hf_generate,
     host_probe,
@@ -186,6 +187,19 @@ def _timed_process(c: _Child) -> dict[str, Any]:
     return proc
 
 
+def _device_ms(timer: Timer, fns: dict[str, Callable[[], object]], rounds: dict[str, Any],
+               clock: PhaseClock) -> dict[str, float] | None:
+    """Each timed function's device time per call with the host queued ahead
+    (engine/measure/device_time.py), after the window: whether a call that read slow in this
+    process ran slow kernels or slow host work.  None off a GPU."""
+    if not device_time.available(timer.device):
+        return None
+    with clock.phase("device time"):
+        got = {name: device_time.queued_ms(fn, statistics.median(rounds[name]["per_call"]))
+               for name, fn in fns.items() if rounds.get(name, {}).get("per_call")}
+    return {k: v for k, v in got.items() if v is not None}
+
+
 def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[[], object]],
                      budget: dict[str, Any], clock: PhaseClock, progress: Progress, phase: str,
                      pinned: bool = False, seen_us: float | None = None) -> dict[str, Any]:
@@ -208,10 +222,11 @@ def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[
         # and again once the window closes: a host that slowed inside it (which the probe
         # before cannot see) shows as the two probes apart
         after = host_probe.measure(timer.device)
+    device_ms = _device_ms(timer, fns, rounds, clock)
     src = rounds["eager" if "eager" in rounds else "variant"]
     proc = {"phase": phase, "block": budget["block"], "pid": os.getpid(),
             "host_other_busy_cores": load.other_busy_cores, "host_probe": probe,
-            "host_settle": settled, "host_probe_after": after,
+            "host_settle": settled, "host_probe_after": after, "device_ms": device_ms,
             "timing_cpus": sorted(os.sched_getaffinity(0)), "threads": torch.get_num_threads(),
             "samples_ms": rounds["variant"]["per_call"],
             "pipelined_ms": rounds["variant"]["pipelined"],
