@@ -186,3 +186,64 @@ def test_show_lists_each_process_device_time_where_taken():
     lines = process_lines([row])
     assert "    device time in each (host queued ahead): 0.9000, - ms" in lines
     assert not any("device time" in ln for ln in process_lines([{**row, "processes": [{}, {}]}]))
+
+
+class _FakeEvent:
+    """A CUDA event whose ``query`` answers from a script: False = the device was still
+    spinning when the host had queued the call (the host got ahead)."""
+
+    def __init__(self, script: list[bool]) -> None:
+        self.script = script
+
+    def record(self, stream=None) -> None:
+        pass
+
+    def query(self) -> bool:
+        return self.script.pop(0)
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, other) -> float:
+        return 1.25
+
+
+@pytest.mark.parametrize("script,want,spins", [
+    ([False] * 5, 1.25, 5),  # ahead every time: five samples
+    ([True, False, False, False, False, False], 1.25, 6),  # one miss: a longer spin, then ahead
+    ([True, True, True], None, 3),  # a call that waits inside: three spins, then no figure
+])
+def test_device_time_counts_only_calls_queued_ahead_and_gives_up_on_a_waiting_call(
+        monkeypatch, script, want, spins):
+    import torch
+
+    from engine.measure import device_time
+
+    sleeps: list[int] = []
+    monkeypatch.setattr(device_time, "_cycles_per_ms", lambda stream: 1000.0)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "_sleep", sleeps.append, raising=False)
+    first_missed = script[0]
+    events = iter([_FakeEvent(script), _FakeEvent([])])
+    monkeypatch.setattr(torch.cuda, "Event", lambda enable_timing: next(events))
+    assert device_time.queued_ms(lambda: None, host_ms=4.0) == want
+    assert len(sleeps) == spins and sleeps[0] == 9000  # 2 x 4 ms + 1 ms, at 1000 cycles a ms
+    if first_missed:
+        assert sleeps[1] == 18000  # doubled after the miss
+
+
+def test_a_device_time_that_raises_leaves_the_process_its_timing(monkeypatch):
+    from engine.measure import child, device_time
+    from engine.measure.rounds import timing_budget
+    from engine.measure.timing import Timer
+
+    def boom(fn, host_ms):
+        raise RuntimeError("CUDA error: something")
+
+    monkeypatch.setattr(device_time, "available", lambda device: True)
+    monkeypatch.setattr(device_time, "queued_ms", boom)
+    budget = timing_budget({"min_samples": 4, "min_time_s": 0.0, "max_time_s": 0.2})
+    proc = child._measure_process({}, Timer("cpu"), {"variant": lambda: None}, budget,
+                                  child.PhaseClock(), lambda *a, **k: None, "cold")
+    assert proc["device_ms"] == {} and proc["samples_ms"]

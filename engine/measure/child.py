@@ -194,10 +194,18 @@ def _device_ms(timer: Timer, fns: dict[str, Callable[[], object]], rounds: dict[
     process ran slow kernels or slow host work.  None off a GPU."""
     if not device_time.available(timer.device):
         return None
+    got: dict[str, float] = {}
     with clock.phase("device time"):
-        got = {name: device_time.queued_ms(fn, statistics.median(rounds[name]["per_call"]))
-               for name, fn in fns.items() if rounds.get(name, {}).get("per_call")}
-    return {k: v for k, v in got.items() if v is not None}
+        for name, fn in fns.items():
+            if not rounds.get(name, {}).get("per_call"):
+                continue
+            try:
+                ms = device_time.queued_ms(fn, statistics.median(rounds[name]["per_call"]))
+            except Exception:  # noqa: BLE001 - a diagnostic never costs the process its timing
+                ms = None
+            if ms is not None:
+                got[name] = ms
+    return got
 
 
 def _measure_process(res: dict[str, Any], timer: Timer, fns: dict[str, Callable[[], object]],

@@ -12,8 +12,8 @@ How: with the device idle, a GPU spin (``torch.cuda._sleep``) longer than the ho
 launch the call is queued first, then an event, the call and another event.  If the start
 event has still not run when the host has queued the whole call, every kernel was waiting in
 the queue before the first one started, so the events hold device time only.  Where the host
-did not get ahead (the call synchronises inside, or launching outlasted the spin even after
-doubling it), the sample is dropped; with too few samples the figure is None, never a guess.
+did not get ahead (the call synchronises inside, or launching outlasted the spin after it was
+doubled twice), the sample is dropped; with too few samples the figure is None, never a guess.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import torch
 CALLS = 5  # samples per function: a median of five, each after its own spin
 LEAST = 3  # fewer samples ahead than this and there is no figure
 MAX_LEAD_MS = 400.0  # the longest spin tried (a call whose launching takes longer gets none)
+MISSES = 2  # spins doubled this often at most: a call that synchronises inside costs ~7 spins
 _CALIBRATE_CYCLES = 2_000_000
 
 
@@ -61,9 +62,8 @@ def queued_ms(fn: Callable[[], object], host_ms: float, calls: int = CALLS) -> f
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     lead = min(2.0 * max(host_ms, 0.0) + 1.0, MAX_LEAD_MS)
     samples: list[float | None] = []
-    tries = 0
-    while len(samples) < calls and tries < 2 * calls:
-        tries += 1
+    misses = 0
+    while len(samples) < calls:
         torch.cuda.synchronize()
         torch.cuda._sleep(int(lead * per_ms))
         start.record(stream)
@@ -73,8 +73,9 @@ def queued_ms(fn: Callable[[], object], host_ms: float, calls: int = CALLS) -> f
         end.synchronize()
         if ahead:
             samples.append(start.elapsed_time(end))
-        elif lead < MAX_LEAD_MS:
-            lead = min(lead * 2.0, MAX_LEAD_MS)  # a longer spin; this sample does not count
-        else:
-            samples.append(None)
+            continue
+        misses += 1
+        if misses > MISSES:
+            break  # a call that waits for the device inside never gets ahead: no figure
+        lead = min(lead * 2.0, MAX_LEAD_MS)  # a longer spin; this sample does not count
     return summarise(samples)
