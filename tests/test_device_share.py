@@ -79,3 +79,10 @@ def test_every_front_end_gets_the_device_sentence_from_the_verdict():
     v = decide(rows)
     assert ("Device time", v.device) in v.lines() and v.as_dict()["device"] == v.device
     assert "default reads faster than eager although its kernels take longer" in v.device
+
+
+def test_a_failed_variant_adds_no_eager_device_reading():
+    res = _results()
+    res["default"]["status"] = "failed"
+    add_stats(res["eager"], res)
+    assert res["eager"]["stats"]["device_ms_per_call"] == pytest.approx(1.06)  # 1.05, 1.07

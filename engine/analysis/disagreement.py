@@ -24,7 +24,7 @@ Row = Mapping[str, Any]
 
 LAUNCH_BOUND = 0.5  # eager's device-busy time below half its wall time: launch-bound
 OFF_EAGER = 1.25  # a process's paired eager over the median of the others': its host slowed
-DEVICE_MOVED = 1.10  # a process's compiled device time this far from the others': its kernels
+DEVICE_MOVED = 1.10  # a process's compiled device time this far from the others': kernels moved
 
 
 def _figures(row: Row, least: int = 3) -> tuple[list[float], list[float]] | None:
@@ -99,8 +99,7 @@ def off_compiled_process(row: Row) -> str | None:
             f"against {fmt.ms(others_e[0])} to {fmt.ms(others_e[-1])}; speedup "
             f"{fmt.ratio(speeds[far])} there{_probes_of(row, far, len(eager))}{kernels}): "
             f"{_where_it_ran(procs, far, len(eager), compiled[far] > mid_c)}; a re-run may "
-            "read near the other "
-            "processes' speedups")
+            "read near the other processes' speedups")
 
 
 def device_ms(proc: Any, name: str = "variant") -> float | None:

@@ -118,8 +118,8 @@ def _device_readings(result: Result, name: str) -> list[float]:
 def run_eager_device(results: Mapping[str, Result]) -> float | None:
     """The run's eager device time per call (ms): the median over every process of the run that
     timed eager (its own and each compiled variant's paired eager); one figure, as eager is."""
-    got = [d for r in results.values() for d in _device_readings(
-        r, "variant" if r.get("variant") == "eager" else "eager")]
+    got = [d for r in results.values() if r.get("status") == "ok"  # as run_eager reads
+           for d in _device_readings(r, "variant" if r.get("variant") == "eager" else "eager")]
     return float(np.median(got)) if got else None
 
 
