@@ -32,7 +32,8 @@ _CALIBRATE_CYCLES = 2_000_000
 
 def available(device: str) -> bool:
     """Whether this torch and device can take the figure (CUDA, with ``torch.cuda._sleep``)."""
-    return device.startswith("cuda") and callable(getattr(torch.cuda, "_sleep", None))
+    return (device.startswith("cuda") and callable(getattr(torch.cuda, "_sleep", None))
+            and torch.cuda.is_available())
 
 
 def _cycles_per_ms(stream: torch.cuda.Stream) -> float:
