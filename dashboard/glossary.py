@@ -76,6 +76,9 @@ TERMS: dict[str, str] = {
                         "after timing; compiling fuses them into fewer.",
     "device busy": "Time per call the device spends running kernels; far below the wall time "
                    "means the call is launch-bound.",
+    "device time": "One call's kernel work on the GPU with the host's launches queued ahead, "
+                   "so host speed is left out; against eager's it says whether a gain is "
+                   "faster kernels (holds on any host) or launch work saved (follows the host).",
     "code generation": "The compiler's last phase: writing the kernels (Triton on a GPU, C++ "
                        "on a CPU) and compiling them.",
     "geomean speedup": "The geometric mean of the configs' speedups (the mean of ratios); "

@@ -77,8 +77,8 @@ many = len(runs) > FEW_RUNS
 st.caption(safe.md(widgets.runs_summary(runs), 600) + " · " + glossary.terms_line(
     ["eager", "speedup", "95% CI", "measuring process", "per-call median", "pipelined",
      "break-even calls", "cold compile", "warm-cache compile", "launch-bound", "graph break",
-     "recompile", "CUDA graphs", "kernels per call", "device busy", "code generation",
-     "grid variant names", "eager per variant"]))
+     "recompile", "CUDA graphs", "kernels per call", "device busy", "device time",
+     "code generation", "grid variant names", "eager per variant"]))
 figure_list = charts.compare_figures(d) if not variants.empty else []
 figures = dict(figure_list)
 if many and figures:
