@@ -37,7 +37,8 @@ def available(device: str) -> bool:
 
 
 def _cycles_per_ms(stream: torch.cuda.Stream) -> float:
-    """How many ``_sleep`` cycles the device spins a millisecond, timed once with events."""
+    """How many ``_sleep`` cycles the device spins a millisecond, timed with events (about a
+    millisecond, once for each function measured: the clock may have moved since the last)."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     start.record(stream)
@@ -47,10 +48,10 @@ def _cycles_per_ms(stream: torch.cuda.Stream) -> float:
     return _CALIBRATE_CYCLES / max(start.elapsed_time(end), 1e-3)
 
 
-def summarise(samples: list[float | None], least: int = LEAST) -> float | None:
-    """The median of the samples taken with the host ahead (None marks one that was not), or
-    None with fewer than ``least`` of them."""
-    kept = [s for s in samples if s is not None and s >= 0]
+def summarise(samples: list[float], least: int = LEAST) -> float | None:
+    """The median of the samples taken with the host ahead, or None with fewer than ``least``
+    of them (a negative reading is not a time)."""
+    kept = [s for s in samples if s >= 0]
     return statistics.median(kept) if len(kept) >= least else None
 
 
@@ -62,7 +63,7 @@ def queued_ms(fn: Callable[[], object], host_ms: float, calls: int = CALLS) -> f
     per_ms = _cycles_per_ms(stream)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     lead = min(2.0 * max(host_ms, 0.0) + 1.0, MAX_LEAD_MS)
-    samples: list[float | None] = []
+    samples: list[float] = []
     misses = 0
     while len(samples) < calls:
         torch.cuda.synchronize()
