@@ -94,3 +94,36 @@ def test_limits_fit_the_largest_shipped_bundle_with_a_margin():
         tracemalloc.stop()
     assert len(parsed["runs"]) == len(runs) > 2 * len(shipped)
     assert peak < 8 * bundle.MAX_BUNDLE_BYTES, f"{peak / 2**20:.0f} MiB to read a full bundle"
+
+
+def _run_with_processes() -> dict:
+    run = next(r for r in json.loads(BUNDLE.read_bytes())["runs"]
+               if any(len((v.get("extra") or {}).get("processes") or []) >= 2
+                      for v in r["variants"] if v["variant"] != "eager"))
+    return run
+
+
+def test_hostile_device_times_in_a_bundle_are_refused_or_read_as_missing(db):
+    """Device time (engine/measure/device_time.py) from outside: a stats figure that is not a
+    number refuses the bundle; a process's device_ms that is not a time reads as missing."""
+    from engine.analysis.show import process_lines
+    from storage.records import load_run
+    from tests.review_support import import_runs
+
+    run = _run_with_processes()
+    v = next(v for v in run["variants"] if len(v["extra"].get("processes") or []) >= 2)
+    bad = json.loads(json.dumps(run))
+    next(x for x in bad["variants"] if x["variant"] == v["variant"])["extra"].setdefault(
+        "stats", {})["device_ms_per_call"] = "<b>1</b>"
+    with pytest.raises(bundle.BundleError, match="device_ms_per_call"):
+        import_runs(db, [bad])
+    procs = v["extra"]["processes"]
+    procs[0]["device_ms"] = {"variant": "9", "eager": -1.0, "<b>": 2.0}
+    procs[1]["device_ms"] = {"variant": 1.25}
+    for p in procs[2:]:
+        p["device_ms"] = "x"
+    [run_id] = import_runs(db, [run])
+    rows = [{**x, **(x.get("stats") or {})} for x in load_run(db, run_id)["variants"]]
+    lines = [ln for ln in process_lines(rows) if "device time in each" in ln]
+    assert lines == ["    device time in each (host queued ahead): -, 1.2500"
+                     + ", -" * (len(procs) - 2) + " ms"]
